@@ -1,0 +1,1 @@
+"""Personal accounts, passwords and sessions."""

@@ -1,0 +1,138 @@
+"""Command line: ``python -m <site> migrate | serve | dev | create-user``.
+
+Every command reads the same settings (site.toml + environment). Expected
+failures (bad settings, a refused migration, a bad argument) print one line
+and exit with status 2; they never print a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import getpass
+import logging
+import sys
+from collections.abc import Callable
+
+from .db.migrate import MigrationError, migrate_database
+from .settings import Settings, SettingsError, load_settings
+
+PACKAGE = __package__
+log = logging.getLogger(PACKAGE)
+
+
+class CommandError(Exception):
+    """A command could not do what was asked; the message is for the operator."""
+
+
+def configure_logging(verbose: bool = False) -> None:
+    logging.basicConfig(
+        level=logging.DEBUG if verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    for noisy in ("botocore", "aiobotocore", "pika", "asyncio"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+# --- commands --------------------------------------------------------------------
+
+
+def cmd_migrate(settings: Settings, args: argparse.Namespace) -> int:
+    applied = asyncio.run(migrate_database(settings.require_database_url()))
+    print(f"applied {len(applied)} migration(s)" + (": " + ", ".join(applied) if applied else ""))
+    return 0
+
+
+def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from .web.app import create_app
+
+    app = create_app(settings)
+    port = args.port or settings.site.port
+    uvicorn.run(
+        app,
+        host=args.host,
+        port=port,
+        log_config=None,
+        access_log=True,
+        proxy_headers=False,
+        server_header=False,
+        timeout_graceful_shutdown=10,
+    )
+    return 0
+
+
+def cmd_create_user(settings: Settings, args: argparse.Namespace) -> int:
+    from .auth.accounts import Credentials, register
+    from .db.pool import create_pool, transaction
+    from .errors import SiteError
+
+    password = sys.stdin.readline().rstrip("\n") if args.password_stdin else getpass.getpass("Password: ")
+
+    async def run() -> str:
+        pool = await create_pool(settings.require_database_url(), max_size=1)
+        try:
+            async with transaction(pool) as conn:
+                account = await register(conn, Credentials(email=args.email, password=password))
+            return str(account.id)
+        finally:
+            await pool.close()
+
+    if not 8 <= len(password) <= 256:
+        raise CommandError("password must be 8 to 256 characters")
+    try:
+        account_id = asyncio.run(run())
+    except SiteError as error:
+        raise CommandError(error.message) from None
+    print(f"created account {account_id} for {args.email.strip().lower()}")
+    return 0
+
+
+def cmd_dev(settings: Settings, args: argparse.Namespace) -> int:
+    from .dev import run_dev
+
+    return run_dev(settings, args)
+
+
+# --- parser ----------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=f"python -m {PACKAGE}", description=__doc__.splitlines()[0])
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def add(name: str, handler: Callable[[Settings, argparse.Namespace], int], help: str):
+        sub = commands.add_parser(name, help=help, description=help)
+        sub.set_defaults(handler=handler)
+        return sub
+
+    add("migrate", cmd_migrate, "apply pending migrations (safe to run concurrently)")
+
+    serve = add("serve", cmd_serve, "run the web process")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=None, help="default: the site's port from site.toml")
+
+    dev = add("dev", cmd_dev, "start everything locally with embedded services and print the URL")
+    dev.add_argument("--state", default=None, help="folder for embedded data (default: .state in the site)")
+    dev.add_argument("--port", type=int, default=None)
+
+    user = add("create-user", cmd_create_user, "create a personal account")
+    user.add_argument("email")
+    user.add_argument("--password-stdin", action="store_true", help="read the password from stdin")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    configure_logging(args.verbose)
+    try:
+        settings = load_settings()
+        return args.handler(settings, args)
+    except (SettingsError, MigrationError, CommandError) as error:
+        print(f"{PACKAGE}: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130

@@ -1,0 +1,1 @@
+"""PostgreSQL access: the pool, named SQL statements and the migration runner."""

@@ -1,0 +1,40 @@
+"""The asyncpg pool and the one transaction helper every module uses."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import asyncpg
+
+# Every connection answers in UTC and gives up on a statement or a lock wait
+# instead of hanging a request forever.
+SERVER_SETTINGS = {
+    "timezone": "UTC",
+    "statement_timeout": "15s",
+    "lock_timeout": "10s",
+    "idle_in_transaction_session_timeout": "60s",
+}
+
+
+async def _init_connection(conn: asyncpg.Connection) -> None:
+    await conn.set_type_codec("jsonb", encoder=json.dumps, decoder=json.loads, schema="pg_catalog")
+
+
+async def create_pool(dsn: str, *, min_size: int = 1, max_size: int = 10) -> asyncpg.Pool:
+    return await asyncpg.create_pool(
+        dsn,
+        min_size=min_size,
+        max_size=max_size,
+        server_settings=SERVER_SETTINGS,
+        init=_init_connection,
+        command_timeout=30,
+    )
+
+
+@asynccontextmanager
+async def transaction(pool: asyncpg.Pool) -> AsyncIterator[asyncpg.Connection]:
+    """A connection inside one READ COMMITTED transaction; commits on success, rolls back on error."""
+    async with pool.acquire() as conn, conn.transaction():
+        yield conn

@@ -1,0 +1,141 @@
+"""``dev``: the whole site on one machine with embedded services, until Ctrl-C.
+
+Each service without a URL in the environment is started embedded under the
+state folder (PostgreSQL data survives restarts; the moto S3 server keeps
+objects in memory only). Then migrations run and the site's processes start
+as children. Ctrl-C stops exactly what this command started, by pid.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import asyncpg
+
+from . import embedded
+from .db.migrate import migrate_database
+from .settings import PROJECT_ROOT, Settings, load_environment
+
+PACKAGE = __package__
+
+
+async def ensure_database(server_url: str, name: str) -> str:
+    """Create database ``name`` on the server if missing; return its URL."""
+    conn = await asyncpg.connect(server_url)
+    try:
+        if not await conn.fetchval("SELECT 1 FROM pg_database WHERE datname = $1", name):
+            await conn.execute(f'CREATE DATABASE "{name}"')  # name is validated by settings
+    finally:
+        await conn.close()
+    return server_url.rsplit("/", 1)[0] + "/" + name
+
+
+async def ensure_bucket(env: dict[str, str], bucket: str) -> None:
+    from aiobotocore.session import get_session
+
+    async with get_session().create_client(
+        "s3",
+        endpoint_url=env["S3_ENDPOINT_URL"],
+        region_name=env.get("S3_REGION", "us-east-1"),
+        aws_access_key_id=env["S3_ACCESS_KEY_ID"],
+        aws_secret_access_key=env["S3_SECRET_ACCESS_KEY"],
+    ) as client:
+        existing = {b["Name"] for b in (await client.list_buckets()).get("Buckets", [])}
+        if bucket not in existing:
+            await client.create_bucket(Bucket=bucket)
+
+
+def _secret_key(state: Path) -> str:
+    path = state / "secret_key"
+    if not path.exists():
+        path.write_text(secrets.token_urlsafe(48))
+        path.chmod(0o600)
+    return path.read_text().strip()
+
+
+def child_commands(port: int) -> dict[str, list[str]]:
+    """The site's processes, each a ``python -m <site> ...`` child."""
+    python = [sys.executable, "-m", PACKAGE]
+    return {"web": [*python, "serve", "--port", str(port)]}
+
+
+def run_dev(settings: Settings, args: argparse.Namespace) -> int:
+    state = Path(args.state or PROJECT_ROOT / ".state").resolve()
+    state.mkdir(parents=True, exist_ok=True)
+    port = args.port or settings.site.port
+    env = dict(os.environ)
+    started: list[tuple[str, int]] = []  # (kind, pid), stopped in reverse order
+
+    try:
+        if not env.get("DATABASE_URL"):
+            pg = embedded.start_postgres(state)
+            started.append(("postgres", pg.pid))
+            env["DATABASE_URL"] = asyncio.run(ensure_database(pg.url, settings.site.database_name))
+        if not env.get("BROKER_URL"):
+            valkey = embedded.start_valkey(state)
+            started.append(("valkey", valkey.pid))
+            env["BROKER_URL"] = valkey.url
+        if not env.get("S3_ENDPOINT_URL"):
+            s3 = embedded.start_s3(state)
+            started.append(("s3", s3.pid))
+            env.update(
+                S3_ENDPOINT_URL=s3.url,
+                S3_ACCESS_KEY_ID=embedded.S3_ACCESS_KEY_ID,
+                S3_SECRET_ACCESS_KEY=embedded.S3_SECRET_ACCESS_KEY,
+            )
+            asyncio.run(ensure_bucket(env, settings.site.bucket))
+        env.setdefault("SECRET_KEY", _secret_key(state))
+        if not env.get("APP_ORIGIN") and args.port:
+            env["APP_ORIGIN"] = f"http://127.0.0.1:{port}"
+        load_environment(env)  # refuse a bad environment before anything else starts
+
+        applied = asyncio.run(migrate_database(env["DATABASE_URL"]))
+        print(f"migrations: {len(applied)} applied", flush=True)
+
+        children: dict[str, subprocess.Popen] = {}
+        for name, argv in child_commands(port).items():
+            children[name] = subprocess.Popen(argv, env=env, start_new_session=True)
+            started.append((name, children[name].pid))
+
+        url = env.get("APP_ORIGIN") or settings.origin
+        _wait_ready(f"http://127.0.0.1:{port}/readyz", children["web"])
+        print(f"{settings.site.name} is running at {url}  (Ctrl-C stops it)", flush=True)
+
+        stop = {"now": False}
+        signal.signal(signal.SIGTERM, lambda *_: stop.update(now=True))
+        while not stop["now"]:
+            for name, child in children.items():
+                if child.poll() is not None:
+                    print(f"{name} exited with code {child.returncode}; stopping", file=sys.stderr)
+                    return 1
+            time.sleep(0.5)
+        return 0
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        for kind, pid in reversed(started):
+            if kind == "postgres":
+                embedded.stop_postgres(pid)
+            else:
+                embedded.stop_process(pid)
+
+
+def _wait_ready(url: str, web: subprocess.Popen) -> None:
+    import urllib.request
+
+    def ready() -> bool:
+        try:
+            with urllib.request.urlopen(url, timeout=2) as response:
+                return response.status == 200
+        except OSError:
+            return False
+
+    embedded.wait_until(ready, 60.0, "web /readyz", web)

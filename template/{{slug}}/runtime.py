@@ -1,0 +1,40 @@
+"""What a running process holds: settings, the database pool, storage and broker clients.
+
+Opened once per process (web lifespan, worker boot, a CLI command) and closed
+on the way out; handlers receive its parts through dependency injection.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import asyncpg
+import dramatiq
+
+from .db.pool import create_pool
+from .services.broker import create_broker
+from .services.storage import open_storage
+from .settings import Settings
+
+
+@dataclass
+class Runtime:
+    settings: Settings
+    pool: asyncpg.Pool
+    storage: Any | None  # aiobotocore S3 client
+    broker: dramatiq.Broker | None
+
+
+@asynccontextmanager
+async def open_runtime(settings: Settings, *, pool_size: int = 10) -> AsyncIterator[Runtime]:
+    async with AsyncExitStack() as stack:
+        pool = await create_pool(settings.require_database_url(), max_size=pool_size)
+        stack.push_async_callback(pool.close)
+        storage = await open_storage(settings, stack)
+        broker = create_broker(settings)
+        if broker is not None:
+            stack.callback(broker.close)
+        yield Runtime(settings=settings, pool=pool, storage=storage, broker=broker)

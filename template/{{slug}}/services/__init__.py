@@ -1,0 +1,1 @@
+"""Clients for the site's backing services: object storage and the message broker."""

@@ -1,0 +1,48 @@
+"""The S3 client (aiobotocore), one per process, opened and closed by the runtime."""
+
+from __future__ import annotations
+
+from contextlib import AsyncExitStack
+
+from aiobotocore.config import AioConfig
+from aiobotocore.session import get_session
+
+from ..settings import Settings
+
+# One place for storage timeouts. Object reads and writes are additionally
+# bounded by asyncio.timeout at the call site (15 s, SPEC §6.3).
+CONNECT_TIMEOUT = 5
+READ_TIMEOUT = 15
+OBJECT_TIMEOUT = 15.0
+
+
+async def open_storage(settings: Settings, stack: AsyncExitStack):
+    """An S3 client, or None when the site has no S3_ENDPOINT_URL."""
+    env = settings.env
+    if not env.s3_endpoint_url:
+        return None
+    config = AioConfig(
+        connect_timeout=CONNECT_TIMEOUT,
+        read_timeout=READ_TIMEOUT,
+        retries={"max_attempts": 2, "mode": "standard"},
+        s3={"addressing_style": "path"},
+        signature_version="s3v4",
+    )
+    return await stack.enter_async_context(
+        get_session().create_client(
+            "s3",
+            endpoint_url=env.s3_endpoint_url,
+            region_name=env.s3_region,
+            aws_access_key_id=env.s3_access_key_id,
+            aws_secret_access_key=env.s3_secret_access_key,
+            config=config,
+        )
+    )
+
+
+async def storage_reachable(client, bucket: str) -> bool:
+    try:
+        await client.head_bucket(Bucket=bucket)
+    except Exception:  # noqa: BLE001 - readiness only says yes or no
+        return False
+    return True

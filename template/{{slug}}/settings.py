@@ -1,0 +1,214 @@
+"""Site settings: policy from ``site.toml`` plus services and secrets from the environment.
+
+Both halves are decoded with msgspec. A bad value stops start-up with one line
+that names the key (``SettingsError``), never a traceback.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Annotated, Literal
+from urllib.parse import urlsplit
+
+import msgspec
+from msgspec import Meta, Struct
+
+Slug = Annotated[str, Meta(pattern=r"^[a-z][a-z0-9_]{1,30}$")]
+QueueName = Annotated[str, Meta(pattern=r"^[a-z][a-z0-9_]{0,62}$")]
+Bucket = Annotated[str, Meta(pattern=r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")]
+Positive = Annotated[int, Meta(ge=1)]
+Port = Annotated[int, Meta(ge=1, le=65535)]
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+
+class SettingsError(Exception):
+    """A setting is missing or invalid; the message names the key and is safe to print."""
+
+
+class SiteIdentity(Struct, forbid_unknown_fields=True, frozen=True):
+    name: Annotated[str, Meta(min_length=1, max_length=80)]
+    slug: Slug
+    origin: str
+    port: Port
+    database_name: Annotated[str, Meta(pattern=r"^[a-z_][a-z0-9_]{0,62}$")]
+    auth_namespace: Slug
+    task_queue: QueueName
+    dead_queue: QueueName
+    broker_namespace: Slug
+    bucket: Bucket
+    object_prefix: Annotated[str, Meta(pattern=r"^[a-z0-9][a-z0-9_-]{0,62}$")]
+
+    def __post_init__(self) -> None:
+        check_origin(self.origin, "origin")
+        if self.task_queue == self.dead_queue:
+            raise ValueError("dead_queue must differ from task_queue")
+
+
+class FilesPolicy(Struct, forbid_unknown_fields=True, frozen=True):
+    enabled: bool = True
+    max_file_bytes: Positive = 1024 * 1024
+    quota_bytes: Positive = 20 * 1024 * 1024
+    ttl_hours: Positive = 168
+
+
+class TasksPolicy(Struct, forbid_unknown_fields=True, frozen=True):
+    enabled: bool = True
+    max_active: Annotated[int, Meta(ge=1, le=1000)] = 5
+    max_attempts: Annotated[int, Meta(ge=1, le=10)] = 3
+    writes_per_minute: Positive = 30
+    reads_per_minute: Positive = 120
+
+
+class ChargesPolicy(Struct, forbid_unknown_fields=True, frozen=True):
+    enabled: bool = False
+    prices: dict[str, Annotated[int, Meta(ge=0)]] = msgspec.field(
+        default_factory=lambda: {"text-normalize@1": 0}
+    )
+
+
+class CaptchaPolicy(Struct, forbid_unknown_fields=True, frozen=True):
+    provider: Literal["none", "turnstile"] = "none"
+    site_key: Annotated[str, Meta(pattern=r"^[A-Za-z0-9_-]{0,100}$")] = ""
+    actions: list[Literal["task_submit", "task_retry"]] = msgspec.field(
+        default_factory=lambda: ["task_submit", "task_retry"]
+    )
+
+    def __post_init__(self) -> None:
+        if self.provider == "turnstile" and not self.site_key:
+            raise ValueError("site_key is required when provider is turnstile")
+
+
+class Policy(Struct, forbid_unknown_fields=True, frozen=True):
+    """The contents of site.toml."""
+
+    site: SiteIdentity
+    files: FilesPolicy = FilesPolicy()
+    tasks: TasksPolicy = TasksPolicy()
+    charges: ChargesPolicy = ChargesPolicy()
+    captcha: CaptchaPolicy = CaptchaPolicy()
+
+    def __post_init__(self) -> None:
+        if self.tasks.enabled and not self.files.enabled:
+            raise ValueError("tasks.enabled requires files.enabled (tasks read stored files)")
+        if self.files.quota_bytes < self.files.max_file_bytes:
+            raise ValueError("files.quota_bytes must be at least files.max_file_bytes")
+
+
+class Environment(Struct, forbid_unknown_fields=True, frozen=True):
+    """Services and secrets. Field names are the lower-cased environment variable names."""
+
+    app_origin: str | None = None
+    database_url: str | None = None
+    broker_url: str | None = None
+    s3_endpoint_url: str | None = None
+    s3_access_key_id: str | None = None
+    s3_secret_access_key: str | None = None
+    s3_region: str = "us-east-1"
+    secret_key: Annotated[str, Meta(min_length=32)] | None = None
+
+    def __post_init__(self) -> None:
+        if self.app_origin is not None:
+            check_origin(self.app_origin, "APP_ORIGIN")
+        check_url(self.database_url, ("postgres", "postgresql"), "DATABASE_URL")
+        check_url(self.broker_url, ("redis", "rediss", "amqp", "amqps"), "BROKER_URL")
+        check_url(self.s3_endpoint_url, ("http", "https"), "S3_ENDPOINT_URL")
+        if self.s3_endpoint_url and not (self.s3_access_key_id and self.s3_secret_access_key):
+            raise ValueError("S3_ENDPOINT_URL needs S3_ACCESS_KEY_ID and S3_SECRET_ACCESS_KEY")
+
+
+ENVIRONMENT_KEYS = tuple(f.upper() for f in Environment.__struct_fields__)
+
+
+class Settings(Struct, frozen=True):
+    policy: Policy
+    env: Environment
+
+    @property
+    def site(self) -> SiteIdentity:
+        return self.policy.site
+
+    @property
+    def origin(self) -> str:
+        return self.env.app_origin or self.policy.site.origin
+
+    @property
+    def secure_cookies(self) -> bool:
+        return self.origin.startswith("https://")
+
+    @property
+    def session_cookie(self) -> str:
+        return f"{self.policy.site.auth_namespace}_session"
+
+    def require_database_url(self) -> str:
+        if not self.env.database_url:
+            raise SettingsError("DATABASE_URL is not set (use `dev` for an embedded database)")
+        return self.env.database_url
+
+    def require_secret_key(self) -> str:
+        if not self.env.secret_key:
+            raise SettingsError("SECRET_KEY is not set (at least 32 random characters)")
+        return self.env.secret_key
+
+
+def check_origin(value: str, name: str) -> None:
+    parts = urlsplit(value)
+    if (
+        parts.scheme not in ("http", "https")
+        or not parts.hostname
+        or parts.path
+        or parts.query
+        or parts.fragment
+        or parts.username
+        or value != value.lower()
+    ):
+        raise ValueError(f"{name} must look like http://127.0.0.1:8410 (got {value!r})")
+    parts.port  # noqa: B018 - raises ValueError on a bad port
+
+
+def check_url(value: str | None, schemes: tuple[str, ...], name: str) -> None:
+    if value is None:
+        return
+    parts = urlsplit(value)
+    if parts.scheme not in schemes or not (parts.hostname or parts.query):
+        raise ValueError(f"{name} must be a {'/'.join(schemes)} URL")
+
+
+def _describe(error: msgspec.ValidationError, where: str, upper: bool) -> str:
+    # msgspec says e.g. "Expected `int >= 1`, got `0` - at `$.tasks.max_active`";
+    # rewrite the path as the key the operator has to edit.
+    message = str(error)
+    text, sep, path = message.rpartition(" - at `$.")
+    if not sep:
+        return f"{where}: {message}"
+    key = path.rstrip("`").replace("[", ".").replace("]", "")
+    return f"{where} {key.upper() if upper else key}: {text}"
+
+
+def load_policy(path: Path | None = None) -> Policy:
+    path = path or Path(os.environ.get("SITE_CONFIG") or PROJECT_ROOT / "site.toml")
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise SettingsError(f"{path}: file not found (set SITE_CONFIG)") from None
+    except tomllib.TOMLDecodeError as error:
+        raise SettingsError(f"{path}: not valid TOML: {error}") from None
+    try:
+        return msgspec.convert(raw, Policy)
+    except msgspec.ValidationError as error:
+        raise SettingsError(_describe(error, str(path), upper=False)) from None
+
+
+def load_environment(environ: dict[str, str] | None = None) -> Environment:
+    environ = os.environ if environ is None else environ
+    raw = {key.lower(): environ[key] for key in ENVIRONMENT_KEYS if environ.get(key)}
+    try:
+        return msgspec.convert(raw, Environment, strict=False)
+    except msgspec.ValidationError as error:
+        raise SettingsError(_describe(error, "environment", upper=True)) from None
+
+
+def load_settings(path: Path | None = None, environ: dict[str, str] | None = None) -> Settings:
+    return Settings(policy=load_policy(path), env=load_environment(environ))

@@ -1,0 +1,1 @@
+"""The HTTP side: the Litestar app factory, error envelope, origin check and pages."""

@@ -1,0 +1,46 @@
+"""The Litestar application factory."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from litestar import Litestar
+from litestar.plugins.jinja import JinjaTemplateEngine
+from litestar.openapi import OpenAPIConfig
+from litestar.template import TemplateConfig
+
+from ..auth.routes import AuthController, me
+from ..runtime import open_runtime
+from ..settings import Settings
+from .dependencies import DEPENDENCIES
+from .errors import EXCEPTION_HANDLERS
+from .health import healthz, readyz
+from .middleware import OriginCheckMiddleware, RequestIdMiddleware
+from .pages import TEMPLATES, index, login_page, static_files
+
+# JSON bodies are small; uploads stream through their own handler with its own limit.
+MAX_JSON_BODY = 64 * 1024
+
+
+def create_app(settings: Settings) -> Litestar:
+    settings.require_database_url()
+    settings.require_secret_key()
+
+    @asynccontextmanager
+    async def lifespan(app: Litestar) -> AsyncIterator[None]:
+        async with open_runtime(settings) as runtime:
+            app.state.runtime = runtime
+            yield
+
+    return Litestar(
+        route_handlers=[AuthController, me, healthz, readyz, index, login_page, static_files],
+        dependencies=DEPENDENCIES,
+        exception_handlers=EXCEPTION_HANDLERS,
+        middleware=[RequestIdMiddleware(), OriginCheckMiddleware(settings.origin)],
+        lifespan=[lifespan],
+        openapi_config=OpenAPIConfig(title=settings.site.name, version="1.0.0", path="/schema"),
+        template_config=TemplateConfig(directory=TEMPLATES, engine=JinjaTemplateEngine),
+        request_max_body_size=MAX_JSON_BODY,
+        logging_config=None,
+    )

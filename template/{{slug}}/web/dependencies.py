@@ -1,0 +1,56 @@
+"""Litestar dependencies: the runtime's parts and the signed-in account."""
+
+from __future__ import annotations
+
+import asyncpg
+from litestar import Request
+from litestar.datastructures import State
+from litestar.di import NamedDependency, Provide
+
+from ..auth.sessions import Account, account_for_token
+from ..errors import Unauthenticated
+from ..runtime import Runtime
+from ..settings import Settings
+
+
+# Handler parameters are injected by name; these aliases mark them as dependencies.
+DbPool = NamedDependency[asyncpg.Pool]
+SiteSettings = NamedDependency[Settings]
+SiteRuntime = NamedDependency[Runtime]
+CurrentAccount = NamedDependency[Account]
+
+
+def provide_runtime(state: State) -> Runtime:
+    return state.runtime
+
+
+def provide_settings(state: State) -> Settings:
+    return state.runtime.settings
+
+
+def provide_pool(state: State) -> asyncpg.Pool:
+    return state.runtime.pool
+
+
+async def provide_account(request: Request, pool: DbPool, settings: SiteSettings) -> Account:
+    """The account of the session cookie named for this site; anything else is 401.
+
+    Only this site's cookie name is read, so a browser holding cookies of
+    several sites on one host always resolves to this site's own session.
+    """
+    token = request.cookies.get(settings.session_cookie)
+    if not token or len(token) > 128:
+        raise Unauthenticated()
+    async with pool.acquire() as conn:
+        account = await account_for_token(conn, settings.require_secret_key(), token)
+    if account is None:
+        raise Unauthenticated()
+    return account
+
+
+DEPENDENCIES = {
+    "runtime": Provide(provide_runtime, sync_to_thread=False),
+    "settings": Provide(provide_settings, sync_to_thread=False),
+    "pool": Provide(provide_pool, sync_to_thread=False),
+    "account": Provide(provide_account),
+}

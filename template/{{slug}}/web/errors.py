@@ -1,0 +1,108 @@
+"""One error envelope for every failure: ``{"error": {"domain", "code", "message"}}``.
+
+Litestar's exception handlers map our typed errors, the framework's own
+exceptions and anything unexpected to it. Unexpected errors answer a generic
+message with the request id; the log records only the id, the route and the
+exception's type — never its message or stack, which may hold provider
+responses or data.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from litestar import MediaType, Request, Response
+from litestar.exceptions import (
+    HTTPException,
+    MethodNotAllowedException,
+    NotFoundException,
+    ValidationException,
+)
+from litestar.status_codes import HTTP_413_REQUEST_ENTITY_TOO_LARGE
+
+from ..errors import (
+    Internal,
+    MethodNotAllowed,
+    NotFound,
+    PayloadTooLarge,
+    RequestError,
+    SiteError,
+    ValidationFailed,
+)
+
+log = logging.getLogger(__name__)
+
+
+def request_id(request: Request) -> str:
+    return request.scope.get("state", {}).get("request_id", "-")
+
+
+def envelope(domain: str, code: str, message: str, status: int, headers: dict[str, str] | None = None,
+             **extra: Any) -> Response:
+    return Response(
+        {"error": {"domain": domain, "code": code, "message": message, **extra}},
+        status_code=status,
+        media_type=MediaType.JSON,
+        headers={"Cache-Control": "no-store", **(headers or {})},
+    )
+
+
+def site_error_response(error: SiteError) -> Response:
+    return envelope(error.domain, error.code, error.message, error.status, error.headers(), **error.extra)
+
+
+def handle_site_error(request: Request, error: SiteError) -> Response:
+    if isinstance(error, Internal):
+        return handle_unexpected(request, error)
+    return site_error_response(error)
+
+
+def _validation_message(error: ValidationException) -> str:
+    # Litestar's extra holds msgspec's messages ("Expected `int`, got `str` - at `$.size`"):
+    # they name the field and the expectation, never server internals.
+    details = error.extra if isinstance(error.extra, list) else []
+    parts = []
+    for item in details[:3]:
+        if isinstance(item, dict):
+            text = str(item.get("message", "")).strip()
+            key = item.get("key")
+            if text:
+                parts.append(f"{key}: {text}" if key and key not in text else text)
+    return "; ".join(parts)[:300] or ValidationFailed.default_message
+
+
+def handle_http_exception(request: Request, error: HTTPException) -> Response:
+    if isinstance(error, ValidationException):
+        return site_error_response(ValidationFailed(_validation_message(error)))
+    if isinstance(error, NotFoundException):
+        return site_error_response(NotFound())
+    if isinstance(error, MethodNotAllowedException):
+        return site_error_response(MethodNotAllowed())
+    if error.status_code == HTTP_413_REQUEST_ENTITY_TOO_LARGE:
+        return site_error_response(PayloadTooLarge())
+    if error.status_code == 400:  # e.g. a body that is not JSON at all
+        return site_error_response(ValidationFailed())
+    if error.status_code >= 500:
+        return handle_unexpected(request, error)
+    # Any other framework 4xx: its status, our envelope, a fixed message.
+    return envelope(RequestError.domain, "BAD_REQUEST", "The request could not be processed.", error.status_code)
+
+
+def handle_unexpected(request: Request, error: Exception) -> Response:
+    rid = request_id(request)
+    log.error(
+        "unexpected %s in %s %s (request %s)",
+        type(error).__name__,
+        request.method,
+        request.scope.get("path", "?"),
+        rid,
+    )
+    return site_error_response(Internal(requestId=rid))
+
+
+EXCEPTION_HANDLERS = {
+    SiteError: handle_site_error,
+    HTTPException: handle_http_exception,
+    Exception: handle_unexpected,
+}

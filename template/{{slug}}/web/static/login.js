@@ -1,0 +1,30 @@
+// Sign in or register through the JSON API, then go to the files page.
+"use strict";
+(function () {
+  const form = document.getElementById("auth-form");
+  const message = document.getElementById("auth-message");
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const action = event.submitter && event.submitter.value === "register" ? "register" : "login";
+    const body = { email: form.email.value, password: form.password.value };
+    message.textContent = "";
+    message.classList.remove("error");
+    try {
+      const response = await fetch(`/api/auth/${action}`, {
+        method: "POST",
+        headers: { "Content-Type": "application/json" },
+        body: JSON.stringify(body),
+        credentials: "same-origin",
+      });
+      if (response.ok) {
+        window.location.assign("/files");
+        return;
+      }
+      const payload = await response.json().catch(() => null);
+      message.textContent = (payload && payload.error && payload.error.message) || "Could not sign in.";
+    } catch (error) {
+      message.textContent = "You appear to be offline. Check your connection and try again.";
+    }
+    message.classList.add("error");
+  });
+})();
