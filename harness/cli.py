@@ -1,0 +1,100 @@
+"""``python -m harness up | down | verify | report``."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+import msgspec
+
+from . import KIT_ROOT, report, stand, state
+
+
+def _default_state() -> Path:
+    return KIT_ROOT / ".state" / "runs" / datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+
+
+def cmd_up(args: argparse.Namespace) -> int:
+    try:
+        sites = stand.up(Path(args.state), args.sites)
+    except Exception:
+        if state.sites_path(Path(args.state)).exists():
+            stand.down(Path(args.state))
+        raise
+    for site in sites.sites:
+        print(f"{site.slug:<9} {site.base_url}  ({site.site_dir})")
+    print(f"state: {state.sites_path(Path(args.state).resolve())}")
+    return 0
+
+
+def cmd_down(args: argparse.Namespace) -> int:
+    problems = stand.down(Path(args.state))
+    for problem in problems:
+        print(f"not removed: {problem}", file=sys.stderr)
+    return 1 if problems else 0
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    state_dir = Path(args.state) if args.state else _default_state()
+    ok, text = verify_run(state_dir, args)
+    print(text, end="")
+    print(f"report: {state_dir.resolve() / 'report.json'}")
+    return 0 if ok else 1
+
+
+def verify_run(state_dir: Path, args: argparse.Namespace) -> tuple[bool, str]:
+    from .verify import verify
+
+    return verify(state_dir, args.sites, keep=args.keep, workers=args.workers, pytest_args=args.pytest_args)
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    path = Path(args.state) / "report.json"
+    if not path.exists():
+        print(f"{path}: no report (run `verify`)", file=sys.stderr)
+        return 2
+    print(report.summary(msgspec.json.decode(path.read_bytes(), type=report.Report)), end="")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m harness", description=__doc__)
+    parser.add_argument("-v", "--verbose", action="store_true")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    up = commands.add_parser("up", help="provision services, render, install and start N sites")
+    up.add_argument("--sites", type=int, default=2)
+    up.add_argument("--state", required=True, help="folder for this run's state (sites.json, logs)")
+    up.set_defaults(handler=cmd_up)
+
+    down = commands.add_parser("down", help="stop what `up` started and drop its databases and buckets")
+    down.add_argument("--state", required=True)
+    down.set_defaults(handler=cmd_down)
+
+    verify = commands.add_parser("verify", help="up + site_tests + report + down")
+    verify.add_argument("--sites", type=int, default=2)
+    verify.add_argument("--state", default=None, help="default: .state/runs/<timestamp>")
+    verify.add_argument("--keep", action="store_true", help="leave the sites running afterwards")
+    verify.add_argument("--workers", default="2", help="pytest-xdist workers for site_tests (default 2)")
+    verify.add_argument("pytest_args", nargs="*", help="extra pytest arguments after --, e.g. -- -k cookies")
+    verify.set_defaults(handler=cmd_verify)
+
+    show = commands.add_parser("report", help="print the summary of a finished run")
+    show.add_argument("--state", required=True)
+    show.set_defaults(handler=cmd_report)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    for noisy in ("botocore", "aiobotocore", "pika", "copier", "plumbum"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    if getattr(args, "sites", 1) < 1:
+        print("--sites must be at least 1", file=sys.stderr)
+        return 2
+    return args.handler(args)

@@ -1,0 +1,132 @@
+"""Installing a rendered site into its own virtualenv, and starting / stopping its processes.
+
+Processes are started in their own session (they outlive ``up``) and are
+stopped by pid — and only after checking that the pid still runs this site's
+interpreter, so a recycled pid is never signalled.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+from .services import embedded
+
+log = logging.getLogger(__name__)
+
+
+class ProcessError(RuntimeError):
+    """A site process failed to install or start; the message points at its log."""
+
+
+def _uv() -> str | None:
+    try:
+        from uv import find_uv_bin
+
+        return find_uv_bin()
+    except (ImportError, FileNotFoundError):
+        return shutil.which("uv")
+
+
+def install_site(site_dir: Path, venv_dir: Path, log_path: Path, extras: str = "") -> str:
+    """A virtualenv with the site installed editable; returns its python."""
+    target = f"{site_dir}[{extras}]" if extras else str(site_dir)
+    uv = _uv()
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "ab") as out:
+        if uv:
+            steps = [
+                [uv, "venv", "--quiet", "--python", sys.executable, str(venv_dir)],
+                [uv, "pip", "install", "--quiet", "--python", str(venv_dir / "bin" / "python"), "-e", target],
+            ]
+        else:
+            steps = [
+                [sys.executable, "-m", "venv", str(venv_dir)],
+                [str(venv_dir / "bin" / "python"), "-m", "pip", "install", "--quiet", "-e", target],
+            ]
+        for argv in steps:
+            if subprocess.run(argv, stdout=out, stderr=subprocess.STDOUT, check=False).returncode != 0:
+                raise ProcessError(f"installing {site_dir.name} failed; see {log_path}")
+    return str(venv_dir / "bin" / "python")
+
+
+def run_site_command(python: str, slug: str, args: list[str], env: dict[str, str], cwd: str,
+                     timeout: float = 120) -> subprocess.CompletedProcess:
+    """Run ``python -m <slug> ARGS`` to completion (migrate, maintain, tasks inspect, ...)."""
+    return subprocess.run(
+        [python, "-m", slug, *args],
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def start_site_process(python: str, slug: str, args: list[str], env: dict[str, str], cwd: str,
+                       log_path: Path) -> int:
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "ab") as out:
+        process = subprocess.Popen(
+            [python, "-m", slug, *args],
+            env=env,
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    return process.pid
+
+
+def runs(pid: int, python: str) -> bool:
+    """Is ``pid`` alive and still this site's interpreter?"""
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    return bool(cmdline) and cmdline[0].decode(errors="replace") == python and embedded().pid_alive(pid)
+
+
+def stop_site_process(pid: int, python: str, timeout: float = 20.0) -> None:
+    if runs(pid, python):
+        embedded().stop_process(pid, signal.SIGTERM, timeout)
+
+
+def kill_site_process(pid: int, python: str) -> None:
+    """SIGKILL: the process gets no chance to finish what it holds (for crash scenarios)."""
+    if runs(pid, python):
+        embedded().stop_process(pid, signal.SIGKILL, 10.0)
+
+
+def wait_ready(url: str, pid: int, log_path: Path, timeout: float = 90.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not embedded().pid_alive(pid):
+            raise ProcessError(f"process {pid} exited before {url} answered; see {log_path}")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(0.1)
+    raise ProcessError(f"{url} not ready after {timeout:.0f} s; see {log_path}")
+
+
+def free_port() -> int:
+    return embedded().free_port()
+
+
+def process_env(extra: dict[str, str]) -> dict[str, str]:
+    """A clean environment for a site process: PATH and locale from here, the rest explicit."""
+    keep = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "TZ")}
+    return {**keep, **extra}

@@ -1,0 +1,134 @@
+"""The run's report: ``report.json`` for machines and ``summary.txt`` for people."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from datetime import UTC, datetime
+from pathlib import Path
+
+import msgspec
+
+from .render import Provenance
+from .stand import RunInfo, SiteTimings
+
+
+class Case(msgspec.Struct):
+    name: str
+    outcome: str  # passed | failed | error | skipped
+    seconds: float
+    message: str | None = None
+
+
+class TestResults(msgspec.Struct):
+    passed: int = 0
+    failed: int = 0
+    errors: int = 0
+    skipped: int = 0
+    seconds: float = 0.0
+    cases: list[Case] = msgspec.field(default_factory=list)
+
+
+class SiteReport(msgspec.Struct):
+    slug: str
+    answers: dict
+    timings: SiteTimings
+
+
+class Report(msgspec.Struct):
+    ok: bool
+    run_id: str
+    started_at: str
+    finished_at: str
+    provenance: Provenance
+    services: str
+    sites: list[SiteReport]
+    tests: TestResults
+    teardown: list[str]
+    failure: str | None = None
+
+
+def now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def read_junit(path: Path) -> TestResults:
+    results = TestResults()
+    if not path.exists():
+        return results
+    root = ET.parse(path).getroot()
+    for case in root.iter("testcase"):
+        name = f"{case.get('classname', '')}::{case.get('name', '')}"
+        seconds = float(case.get("time") or 0)
+        outcome, message = "passed", None
+        for child in case:
+            if child.tag in ("failure", "error", "skipped"):
+                outcome = {"failure": "failed", "error": "error", "skipped": "skipped"}[child.tag]
+                message = (child.get("message") or "")[:500] or None
+                break
+        results.cases.append(Case(name=name, outcome=outcome, seconds=round(seconds, 2), message=message))
+        results.seconds += seconds
+        if outcome == "passed":
+            results.passed += 1
+        elif outcome == "failed":
+            results.failed += 1
+        elif outcome == "error":
+            results.errors += 1
+        else:
+            results.skipped += 1
+    results.seconds = round(results.seconds, 1)
+    return results
+
+
+def build(*, ok: bool, started_at: str, provenance: Provenance, services_mode: str, info: RunInfo | None,
+          tests: TestResults, teardown: list[str], failure: str | None) -> Report:
+    sites = [
+        SiteReport(slug=slug, answers=answers, timings=info.timings.get(slug, SiteTimings()))
+        for slug, answers in (info.answers.items() if info else [])
+    ]
+    return Report(
+        ok=ok,
+        run_id=info.run_id if info else "",
+        started_at=started_at,
+        finished_at=now(),
+        provenance=provenance,
+        services=services_mode,
+        sites=sites,
+        tests=tests,
+        teardown=teardown,
+        failure=failure,
+    )
+
+
+def summary(report: Report) -> str:
+    p = report.provenance
+    commit = (p.commit or "no git")[:12] + (" + uncommitted changes" if p.dirty else "")
+    lines = [
+        f"sitekit harness run {report.run_id}: {'PASS' if report.ok else 'FAIL'}",
+        f"  template {commit} (copier {p.copier_version}), services: {report.services}",
+        f"  {report.started_at} -> {report.finished_at}",
+        "",
+        "  site       render  install  migrate   start",
+    ]
+    for site in report.sites:
+        t = site.timings
+        lines.append(f"  {site.slug:<9} {t.render_s:6.1f}s {t.install_s:7.1f}s {t.migrate_s:7.1f}s {t.start_s:6.1f}s")
+    tests = report.tests
+    lines += [
+        "",
+        f"  site_tests: {tests.passed} passed, {tests.failed} failed, {tests.errors} errors, "
+        f"{tests.skipped} skipped in {tests.seconds:.0f}s",
+    ]
+    for case in tests.cases:
+        if case.outcome in ("failed", "error"):
+            lines.append(f"    {case.outcome.upper()} {case.name}: {case.message or ''}"[:300])
+    if report.failure:
+        lines.append(f"  failure: {report.failure}")
+    lines.append("  teardown: " + ("clean" if not report.teardown else "; ".join(report.teardown)))
+    return "\n".join(lines) + "\n"
+
+
+def write(state_dir: Path, report: Report) -> str:
+    (Path(state_dir) / "report.json").write_bytes(msgspec.json.format(msgspec.json.encode(report), indent=2))
+    text = summary(report)
+    (Path(state_dir) / "summary.txt").write_text(text)
+    return text

@@ -1,0 +1,220 @@
+"""Backing services for a run: the given URLs, or embedded servers started here.
+
+One PostgreSQL server, one broker and one S3 server serve every site of a
+run; isolation comes from a fresh database, broker namespace (and queue
+names) and bucket per site, which ``drop_site_resources`` removes again.
+
+External services come from HARNESS_DATABASE_URL (a server URL whose user may
+create databases), HARNESS_BROKER_URL (redis://… or amqp://…) and
+HARNESS_S3_ENDPOINT_URL with HARNESS_S3_ACCESS_KEY_ID /
+HARNESS_S3_SECRET_ACCESS_KEY (and optionally HARNESS_S3_REGION).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import logging
+import os
+import sys
+from collections.abc import Mapping
+from functools import cache
+from pathlib import Path
+from types import ModuleType
+from urllib.parse import urlsplit
+
+import asyncpg
+from aiobotocore.session import get_session
+
+from . import KIT_ROOT
+from .state import S3Record, ServiceRecord, Services, SiteRecord
+
+log = logging.getLogger(__name__)
+
+
+@cache
+def embedded() -> ModuleType:
+    """The site template's embedded-server module: one implementation for sites and harness."""
+    path = KIT_ROOT / "template" / "{{slug}}" / "embedded.py"
+    spec = importlib.util.spec_from_file_location("sitekit_embedded", path)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+class ServiceError(RuntimeError):
+    """A service could not be provisioned or reached; the message says which."""
+
+
+def provision(state_dir: Path, environ: Mapping[str, str] | None = None) -> Services:
+    environ = os.environ if environ is None else environ
+    folder = Path(state_dir) / "services"
+    folder.mkdir(parents=True, exist_ok=True)
+    emb = embedded()
+    started: list[ServiceRecord] = []
+    try:
+        if url := environ.get("HARNESS_DATABASE_URL"):
+            postgres = ServiceRecord(kind="postgres", url=url)
+        else:
+            pg = emb.start_postgres(folder / "postgres")
+            postgres = ServiceRecord(kind="postgres", url=pg.url, pid=pg.pid, log=pg.log, data_dir=pg.data_dir)
+            started.append(postgres)
+
+        if url := environ.get("HARNESS_BROKER_URL"):
+            broker = ServiceRecord(kind=broker_kind(url), url=url)
+        else:
+            vk = emb.start_valkey(folder / "valkey")
+            broker = ServiceRecord(kind="redis", url=vk.url, pid=vk.pid, log=vk.log, data_dir=vk.data_dir)
+            started.append(broker)
+
+        if url := environ.get("HARNESS_S3_ENDPOINT_URL"):
+            s3 = S3Record(
+                kind="s3",
+                url=url,
+                access_key_id=environ.get("HARNESS_S3_ACCESS_KEY_ID", ""),
+                secret_access_key=environ.get("HARNESS_S3_SECRET_ACCESS_KEY", ""),
+                region=environ.get("HARNESS_S3_REGION", "us-east-1"),
+            )
+        else:
+            server = emb.start_s3(folder / "s3", python=sys.executable)
+            s3 = S3Record(
+                kind="s3",
+                url=server.url,
+                pid=server.pid,
+                log=server.log,
+                data_dir=server.data_dir,
+                access_key_id=emb.S3_ACCESS_KEY_ID,
+                secret_access_key=emb.S3_SECRET_ACCESS_KEY,
+            )
+            started.append(s3)
+    except Exception:
+        stop_services_started(started)
+        raise
+    external = {"HARNESS_DATABASE_URL", "HARNESS_BROKER_URL", "HARNESS_S3_ENDPOINT_URL"} & set(environ)
+    mode = "embedded" if not external else ("external" if len(external) == 3 else "mixed")
+    return Services(mode=mode, postgres=postgres, broker=broker, s3=s3)
+
+
+def broker_kind(url: str) -> str:
+    scheme = urlsplit(url).scheme
+    if scheme in ("redis", "rediss"):
+        return "redis"
+    if scheme in ("amqp", "amqps"):
+        return "rabbitmq"
+    raise ServiceError(f"HARNESS_BROKER_URL must be redis:// or amqp:// (got scheme {scheme!r})")
+
+
+def stop_services_started(records: list[ServiceRecord]) -> None:
+    emb = embedded()
+    for record in reversed(records):
+        if record.pid is None:
+            continue
+        if record.kind == "postgres":
+            emb.stop_postgres(record.pid)
+        else:
+            emb.stop_process(record.pid)
+
+
+def stop_services(services: Services) -> None:
+    """Stop the servers this harness started (by pid); external ones are left alone."""
+    stop_services_started([services.postgres, services.broker, services.s3])
+
+
+def with_database(server_url: str, name: str) -> str:
+    parts = urlsplit(server_url)
+    return parts._replace(path="/" + name).geturl()
+
+
+# --- per-site resources ---------------------------------------------------------
+
+
+def s3_client(s3: S3Record):
+    return get_session().create_client(
+        "s3",
+        endpoint_url=s3.url,
+        region_name=s3.region,
+        aws_access_key_id=s3.access_key_id,
+        aws_secret_access_key=s3.secret_access_key,
+    )
+
+
+async def _create_site_resources(services: Services, database: str, bucket: str) -> None:
+    conn = await asyncpg.connect(services.postgres.url)
+    try:
+        await conn.execute(f'CREATE DATABASE "{database}"')  # names come from validated answers
+    finally:
+        await conn.close()
+    async with s3_client(services.s3) as client:
+        await client.create_bucket(Bucket=bucket)
+
+
+def create_site_resources(services: Services, database: str, bucket: str) -> str:
+    """Create the site's database and bucket; return the site's DATABASE_URL."""
+    asyncio.run(_create_site_resources(services, database, bucket))
+    return with_database(services.postgres.url, database)
+
+
+async def _drop_database(services: Services, name: str) -> None:
+    conn = await asyncpg.connect(services.postgres.url)
+    try:
+        await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    finally:
+        await conn.close()
+
+
+async def _drop_bucket(services: Services, bucket: str) -> None:
+    async with s3_client(services.s3) as client:
+        try:
+            paginator = client.get_paginator("list_objects_v2")
+            async for page in paginator.paginate(Bucket=bucket):
+                for item in page.get("Contents", []):
+                    await client.delete_object(Bucket=bucket, Key=item["Key"])
+            await client.delete_bucket(Bucket=bucket)
+        except client.exceptions.NoSuchBucket:
+            pass
+
+
+def _clear_broker(services: Services, site: SiteRecord) -> None:
+    if services.broker.kind == "redis":
+        import redis
+
+        client = redis.Redis.from_url(services.broker.url)
+        try:
+            keys = list(client.scan_iter(match=f"{site.broker_namespace}:*", count=500))
+            if keys:
+                client.delete(*keys)
+            # Dramatiq's Redis broker also keeps one hash named exactly after the namespace.
+            client.delete(site.broker_namespace)
+        finally:
+            client.close()
+    else:
+        import pika
+
+        connection = pika.BlockingConnection(pika.URLParameters(services.broker.url))
+        try:
+            channel = connection.channel()
+            for queue in (site.task_queue, site.dead_queue):
+                for name in (queue, f"{queue}.DQ", f"{queue}.XQ"):
+                    channel.queue_delete(queue=name)
+        finally:
+            connection.close()
+
+
+def drop_site_resources(services: Services, site: SiteRecord) -> list[str]:
+    """Remove the site's database, bucket and broker state. Returns what could not be removed."""
+    problems: list[str] = []
+    database = urlsplit(site.database_url).path.lstrip("/")
+    steps = [
+        (f"database {database}", lambda: asyncio.run(_drop_database(services, database))),
+        (f"bucket {site.bucket}", lambda: asyncio.run(_drop_bucket(services, site.bucket))),
+        (f"broker namespace {site.broker_namespace}", lambda: _clear_broker(services, site)),
+    ]
+    for what, step in steps:
+        try:
+            step()
+        except Exception as error:  # noqa: BLE001 - report and carry on tearing down
+            problems.append(f"{what}: {type(error).__name__}")
+            log.warning("could not remove %s: %s", what, type(error).__name__)
+    return problems

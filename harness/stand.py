@@ -1,0 +1,179 @@
+"""``up`` and ``down``: stand N rendered sites up on shared services, and take them down again."""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import shutil
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import msgspec
+
+from . import processes, services, state
+from .render import site_answers, render_site
+from .state import SiteRecord, SitesFile
+
+log = logging.getLogger(__name__)
+
+ROLES = ("web",)
+
+
+class SiteTimings(msgspec.Struct):
+    render_s: float = 0.0
+    install_s: float = 0.0
+    migrate_s: float = 0.0
+    start_s: float = 0.0
+
+
+class RunInfo(msgspec.Struct):
+    """Extra facts about a run for the report (kept next to sites.json)."""
+
+    run_id: str
+    answers: dict[str, dict]
+    timings: dict[str, SiteTimings]
+
+
+class StandError(RuntimeError):
+    """Standing a site up failed; the message names the site and the step."""
+
+
+def _timed(timings: SiteTimings, field: str, step):
+    started = time.monotonic()
+    try:
+        return step()
+    finally:
+        setattr(timings, field, round(getattr(timings, field) + time.monotonic() - started, 2))
+
+
+def _prepare_site(state_dir: Path, services_: state.Services, index: int, run_id: str,
+                  overrides: dict | None) -> tuple[SiteRecord, dict, SiteTimings]:
+    timings = SiteTimings()
+    port = processes.free_port()
+    answers = site_answers(index, run_id, port, overrides)
+    slug = answers["slug"]
+    folder = state.site_folder(state_dir, slug)
+    site_dir = folder / "site"
+    _timed(timings, "render_s", lambda: render_site(answers, site_dir))
+    database_url = services.create_site_resources(services_, answers["database_name"], answers["bucket"])
+    python = _timed(
+        timings, "install_s", lambda: processes.install_site(site_dir, folder / "venv", folder / "logs" / "install.log")
+    )
+    env = processes.process_env(
+        {
+            "DATABASE_URL": database_url,
+            "BROKER_URL": services_.broker.url,
+            "S3_ENDPOINT_URL": services_.s3.url,
+            "S3_ACCESS_KEY_ID": services_.s3.access_key_id,
+            "S3_SECRET_ACCESS_KEY": services_.s3.secret_access_key,
+            "S3_REGION": services_.s3.region,
+            "SECRET_KEY": secrets.token_urlsafe(48),
+            "APP_ORIGIN": answers["origin"],
+        }
+    )
+    state.save_site_env(state_dir, slug, env)
+    migrated = _timed(
+        timings, "migrate_s", lambda: processes.run_site_command(python, slug, ["migrate"], env, str(site_dir))
+    )
+    if migrated.returncode != 0:
+        raise StandError(f"{slug}: migrate failed: {migrated.stderr.strip()[-300:]}")
+    record = SiteRecord(
+        slug=slug,
+        name=answers["site_name"],
+        base_url=f"http://127.0.0.1:{port}",
+        origin=answers["origin"],
+        cookie_name=f"{answers['auth_namespace']}_session",
+        database_url=database_url,
+        broker_url=services_.broker.url,
+        broker_namespace=answers["broker_namespace"],
+        task_queue=answers["task_queue"],
+        dead_queue=answers["dead_queue"],
+        s3_endpoint_url=services_.s3.url,
+        bucket=answers["bucket"],
+        object_prefix=answers["object_prefix"],
+        site_dir=str(site_dir),
+        venv_python=python,
+    )
+    return record, answers, timings
+
+
+def role_command(record: SiteRecord, role: str) -> list[str]:
+    port = record.base_url.rsplit(":", 1)[1]
+    return {"web": ["serve", "--port", port]}[role]
+
+
+def start_roles(state_dir: Path, record: SiteRecord, roles: tuple[str, ...] = ROLES) -> None:
+    """Start the site's processes (pids recorded on ``record``) and wait for the web to be ready."""
+    env = state.load_site_env(state_dir, record.slug)
+    logs = state.site_folder(state_dir, record.slug) / "logs"
+    for role in roles:
+        log_path = logs / f"{role}.log"
+        pid = processes.start_site_process(
+            record.venv_python, record.slug, role_command(record, role), env, record.site_dir, log_path
+        )
+        getattr(record.pids, role).append(pid)
+        record.logs[role] = str(log_path)
+        if role == "web":
+            processes.wait_ready(f"{record.base_url}/readyz", pid, log_path)
+
+
+def stop_roles(record: SiteRecord, roles: tuple[str, ...] = ROLES, kill: bool = False) -> None:
+    stop = processes.kill_site_process if kill else processes.stop_site_process
+    for role in roles:
+        pids = getattr(record.pids, role)
+        for pid in pids:
+            stop(pid, record.venv_python)
+        pids.clear()
+
+
+def up(state_dir: Path, count: int, overrides: dict | None = None) -> SitesFile:
+    state_dir = Path(state_dir).resolve()
+    state_dir.mkdir(parents=True, exist_ok=True)
+    if state.sites_path(state_dir).exists():
+        raise StandError(f"{state_dir} already holds a run; `down` it first or pick another --state")
+    run_id = secrets.token_hex(3)
+    provisioned = services.provision(state_dir)
+    sites = SitesFile(sites=[], services=provisioned, run_id=run_id)
+    state.save(state_dir, sites)  # from here on, `down` can clean up whatever follows
+    info = RunInfo(run_id=run_id, answers={}, timings={})
+    with ThreadPoolExecutor(max_workers=min(count, 4)) as pool:
+        futures = [pool.submit(_prepare_site, state_dir, provisioned, i, run_id, overrides) for i in range(count)]
+        prepared = [future.result() for future in futures]
+    for record, answers, timings in prepared:
+        sites.sites.append(record)
+        info.answers[record.slug] = answers
+        info.timings[record.slug] = timings
+        state.save(state_dir, sites)
+    for record, _, timings in prepared:
+        _timed(timings, "start_s", lambda record=record: start_roles(state_dir, record))
+        state.save(state_dir, sites)
+    (state_dir / "run.json").write_bytes(msgspec.json.format(msgspec.json.encode(info), indent=2))
+    return sites
+
+
+def load_run_info(state_dir: Path) -> RunInfo | None:
+    path = Path(state_dir) / "run.json"
+    return msgspec.json.decode(path.read_bytes(), type=RunInfo) if path.exists() else None
+
+
+def down(state_dir: Path) -> list[str]:
+    """Stop every process this run started, drop its databases, buckets and broker keys.
+
+    Returns the problems met (empty when everything is gone). Logs and reports stay.
+    """
+    state_dir = Path(state_dir).resolve()
+    sites = state.load(state_dir)
+    problems: list[str] = []
+    for record in sites.sites:
+        stop_roles(record, tuple(r for r in ("web", "worker") if getattr(record.pids, r)))
+    for record in sites.sites:
+        problems += [f"{record.slug}: {p}" for p in services.drop_site_resources(sites.services, record)]
+    services.stop_services(sites.services)
+    for record in (sites.services.postgres, sites.services.broker, sites.services.s3):
+        if record.pid is not None and record.data_dir and record.kind != "s3":
+            shutil.rmtree(record.data_dir, ignore_errors=True)
+    for record in sites.sites:
+        shutil.rmtree(Path(record.venv_python).parent.parent, ignore_errors=True)
+    state.sites_path(state_dir).rename(state_dir / "sites.down.json")
+    return problems

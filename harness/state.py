@@ -1,0 +1,102 @@
+"""``sites.json``: what ``up`` stood up, in the shape scripts and operators rely on.
+
+Written once by ``up`` (and rewritten when processes are restarted), read by
+``down``, ``report``, site_tests and operators. Each site's process
+environment (it holds the site's SECRET_KEY) is kept beside it in
+``<state>/sites/<slug>/site.env.json`` with mode 0600, never in sites.json.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import msgspec
+
+
+class Pids(msgspec.Struct):
+    web: list[int] = msgspec.field(default_factory=list)
+    worker: list[int] = msgspec.field(default_factory=list)
+
+
+class SiteRecord(msgspec.Struct):
+    slug: str
+    name: str
+    base_url: str
+    origin: str
+    cookie_name: str
+    database_url: str
+    broker_url: str
+    broker_namespace: str
+    task_queue: str
+    dead_queue: str
+    s3_endpoint_url: str
+    bucket: str
+    object_prefix: str
+    site_dir: str
+    venv_python: str
+    pids: Pids = msgspec.field(default_factory=Pids)
+    logs: dict[str, str] = msgspec.field(default_factory=dict)
+
+
+class ServiceRecord(msgspec.Struct, omit_defaults=True):
+    """One backing service. ``pid`` is set only for servers the harness started itself."""
+
+    kind: str
+    url: str
+    pid: int | None = None
+    log: str | None = None
+    data_dir: str | None = None
+
+
+class S3Record(ServiceRecord):
+    access_key_id: str = ""
+    secret_access_key: str = ""
+    region: str = "us-east-1"
+
+
+class Services(msgspec.Struct):
+    mode: str  # "embedded" or "external" (per service: see each record's pid)
+    postgres: ServiceRecord
+    broker: ServiceRecord
+    s3: S3Record
+
+
+class SitesFile(msgspec.Struct):
+    sites: list[SiteRecord]
+    services: Services
+    run_id: str = ""
+
+
+def sites_path(state_dir: Path) -> Path:
+    return Path(state_dir) / "sites.json"
+
+
+def site_folder(state_dir: Path, slug: str) -> Path:
+    return Path(state_dir) / "sites" / slug
+
+
+def load(state_dir: Path) -> SitesFile:
+    path = sites_path(state_dir)
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no harness state here (run `up` first)")
+    return msgspec.json.decode(path.read_bytes(), type=SitesFile)
+
+
+def save(state_dir: Path, sites: SitesFile) -> None:
+    path = sites_path(state_dir)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_bytes(msgspec.json.format(msgspec.json.encode(sites), indent=2))
+    os.chmod(tmp, 0o600)  # holds the S3 keys of the run
+    tmp.replace(path)
+
+
+def save_site_env(state_dir: Path, slug: str, env: dict[str, str]) -> None:
+    path = site_folder(state_dir, slug) / "site.env.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(msgspec.json.encode(env))
+    os.chmod(path, 0o600)
+
+
+def load_site_env(state_dir: Path, slug: str) -> dict[str, str]:
+    return msgspec.json.decode((site_folder(state_dir, slug) / "site.env.json").read_bytes(), type=dict[str, str])

@@ -1,0 +1,44 @@
+"""A small HTTP client for one live site, used by every scenario."""
+
+from __future__ import annotations
+
+import secrets
+
+import httpx
+
+from harness.state import SiteRecord
+
+PASSWORD = "site tests password 1"
+
+
+class SiteClient(httpx.Client):
+    """httpx bound to a site's base URL, sending its Origin; ``cookies`` may be shared between sites."""
+
+    def __init__(self, site: SiteRecord, cookies: httpx.Cookies | None = None) -> None:
+        super().__init__(
+            base_url=site.base_url,
+            headers={"Origin": site.origin},
+            cookies=cookies,
+            timeout=30,
+            follow_redirects=False,
+        )
+        self.site = site
+        self.account: dict | None = None
+
+    def register(self, email: str | None = None, password: str = PASSWORD) -> dict:
+        email = email or f"{self.site.slug}-{secrets.token_hex(5)}@example.com"
+        response = self.post("/api/auth/register", json={"email": email, "password": password})
+        assert response.status_code == 201, response.text
+        self.account = response.json()
+        return self.account
+
+    @property
+    def session_token(self) -> str | None:
+        return next((c.value for c in self.cookies.jar if c.name == self.site.cookie_name), None)
+
+
+def error_code(response: httpx.Response) -> str:
+    body = response.json()
+    assert set(body) == {"error"}, body
+    assert {"domain", "code", "message"} <= set(body["error"]), body
+    return body["error"]["code"]

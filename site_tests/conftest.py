@@ -1,0 +1,62 @@
+"""site_tests: scenarios run by the harness against live generated sites.
+
+The harness points SITEKIT_STATE at its state folder; ``sites.json`` there says
+where every site, database, broker and bucket is. Tests talk to sites only
+over HTTP, and look behind them only through the services' own protocols
+(SQL, S3, the broker) — never through site code.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from pathlib import Path
+
+import pytest
+
+from harness import state
+from harness.state import SiteRecord, SitesFile
+
+from .client import SiteClient
+
+
+def _load() -> SitesFile:
+    folder = os.environ.get("SITEKIT_STATE")
+    if not folder:
+        raise pytest.UsageError("site_tests run against live sites: use `python -m harness verify`")
+    return state.load(Path(folder))
+
+
+RUN = _load()
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "site" in metafunc.fixturenames:
+        metafunc.parametrize("site", RUN.sites, ids=[s.slug for s in RUN.sites])
+    if "pair" in metafunc.fixturenames:
+        pairs = list(itertools.permutations(RUN.sites, 2))
+        metafunc.parametrize("pair", pairs, ids=[f"{a.slug}-{b.slug}" for a, b in pairs])
+
+
+@pytest.fixture(scope="session")
+def run() -> SitesFile:
+    return RUN
+
+
+@pytest.fixture(scope="session")
+def state_dir() -> Path:
+    return Path(os.environ["SITEKIT_STATE"])
+
+
+@pytest.fixture
+def client(site: SiteRecord):
+    """A signed-out client for ``site`` that sends the site's Origin on every request."""
+    with SiteClient(site) as c:
+        yield c
+
+
+@pytest.fixture
+def user(client: SiteClient) -> SiteClient:
+    """A client signed in as a fresh account."""
+    client.register()
+    return client

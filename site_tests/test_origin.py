@@ -1,0 +1,37 @@
+"""Every mutation must carry the site's own Origin."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from harness.state import SiteRecord
+
+from .client import PASSWORD, SiteClient, error_code
+
+
+@pytest.mark.parametrize("origin", [None, "http://evil.example", "null"])
+def test_mutation_without_the_sites_origin_is_refused(user: SiteClient, site: SiteRecord, origin: str | None) -> None:
+    headers = {k: v for k, v in user.headers.items() if k.lower() != "origin"}
+    if origin:
+        headers["Origin"] = origin
+    with httpx.Client(base_url=site.base_url, cookies=user.cookies, headers=headers) as bare:
+        for path, body in (
+            ("/api/auth/register", {"email": "x@example.com", "password": PASSWORD}),
+            ("/api/auth/login", {"email": user.account["email"], "password": PASSWORD}),
+            ("/api/auth/logout", None),
+        ):
+            response = bare.post(path, json=body)
+            assert response.status_code == 403, (path, response.text)
+            assert error_code(response) == "ORIGIN_MISMATCH"
+    # The refused logout did nothing: the session still works.
+    assert user.get("/api/me").status_code == 200
+
+
+def test_another_sites_origin_is_foreign(pair: tuple[SiteRecord, SiteRecord]) -> None:
+    site, other = pair
+    with SiteClient(site) as client:
+        client.register()
+        response = client.post("/api/auth/logout", headers={"Origin": other.origin})
+        assert response.status_code == 403 and error_code(response) == "ORIGIN_MISMATCH"
+        assert client.get("/api/me").status_code == 200

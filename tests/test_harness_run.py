@@ -1,0 +1,40 @@
+"""A full harness run of two sites: up, site_tests, report, down — and nothing left behind."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness import KIT_ROOT
+from harness.services import embedded
+
+
+@pytest.mark.slow
+def test_verify_two_sites(tmp_path: Path) -> None:
+    state = tmp_path / "run"
+    result = subprocess.run(
+        [sys.executable, "-m", "harness", "verify", "--sites", "2", "--state", str(state)],
+        cwd=KIT_ROOT, capture_output=True, text=True, timeout=1200, check=False,
+    )
+    assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-3000:]
+
+    report = json.loads((state / "report.json").read_text())
+    assert report["ok"] is True
+    assert [s["slug"] for s in report["sites"]] == ["alpha", "bravo"]
+    assert report["tests"]["passed"] > 0 and report["tests"]["failed"] == 0
+    assert report["provenance"]["commit"] and isinstance(report["provenance"]["dirty"], bool)
+    assert report["provenance"]["copier_version"]
+    assert report["teardown"] == []
+    assert "PASS" in (state / "summary.txt").read_text()
+
+    # Everything the run started is gone: site processes and embedded servers.
+    final = json.loads((state / "sites.down.json").read_text())
+    pids = [p for site in final["sites"] for role in site["pids"].values() for p in role]
+    pids += [final["services"][kind]["pid"] for kind in ("postgres", "broker", "s3")]
+    assert pids and not [p for p in pids if embedded().pid_alive(p)]
+    assert not (state / "sites.json").exists()
+    assert not Path(final["services"]["postgres"]["data_dir"]).exists()
