@@ -67,3 +67,4 @@ def test_dev_serves_login_and_ready_then_stops_everything(installed_site: tuple[
     while time.monotonic() < deadline and any(embedded().pid_alive(p) for p in children):
         time.sleep(0.1)
     assert not [p for p in children if embedded().pid_alive(p)], "dev left processes running"
+    embedded().remove_state(embedded().postgres_data_dir((tmp_path / "state").resolve()))

