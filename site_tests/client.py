@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import secrets
+import tomllib
+from pathlib import Path
 
 import httpx
 
@@ -32,6 +34,14 @@ class SiteClient(httpx.Client):
         self.account = response.json()
         return self.account
 
+    def upload_raw(self, data: bytes, name: str = "notes.txt", content_type: str = "text/plain") -> httpx.Response:
+        return self.post("/api/files", params={"name": name}, content=data, headers={"Content-Type": content_type})
+
+    def upload(self, data: bytes, name: str = "notes.txt", content_type: str = "text/plain") -> dict:
+        response = self.upload_raw(data, name, content_type)
+        assert response.status_code == 201, response.text
+        return response.json()
+
     @property
     def session_token(self) -> str | None:
         return next((c.value for c in self.cookies.jar if c.name == self.site.cookie_name), None)
@@ -42,3 +52,8 @@ def error_code(response: httpx.Response) -> str:
     assert set(body) == {"error"}, body
     assert {"domain", "code", "message"} <= set(body["error"]), body
     return body["error"]["code"]
+
+
+def policy(site: SiteRecord) -> dict:
+    """The site's rendered site.toml."""
+    return tomllib.loads((Path(site.site_dir) / "site.toml").read_text())

@@ -1,4 +1,4 @@
-"""Command line: ``python -m <site> migrate | serve | dev | create-user``.
+"""Command line: ``python -m <site> migrate | serve | dev | worker | maintain | create-user``.
 
 Every command reads the same settings (site.toml + environment). Expected
 failures (bad settings, a refused migration, a bad argument) print one line
@@ -90,6 +90,30 @@ def cmd_create_user(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_maintain(settings: Settings, args: argparse.Namespace) -> int:
+    import signal
+
+    from .maintenance import run_loop, run_once
+    from .runtime import open_runtime
+
+    async def run() -> int:
+        async with open_runtime(settings, pool_size=2) as runtime:
+            if args.loop is None:
+                summary = await run_once(runtime)
+                print(", ".join(f"{name}: {count}" for name, count in summary.items()))
+                return 1 if -1 in summary.values() else 0  # a failed step shows in cron's mail
+            stop = asyncio.Event()
+            loop = asyncio.get_running_loop()
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                loop.add_signal_handler(sig, stop.set)
+            await run_loop(runtime, args.loop, stop)
+            return 0
+
+    if args.loop is not None and args.loop <= 0:
+        raise CommandError("--loop needs a positive number of seconds")
+    return asyncio.run(run())
+
+
 def cmd_dev(settings: Settings, args: argparse.Namespace) -> int:
     from .dev import run_dev
 
@@ -118,6 +142,9 @@ def build_parser() -> argparse.ArgumentParser:
     dev = add("dev", cmd_dev, "start everything locally with embedded services and print the URL")
     dev.add_argument("--state", default=None, help="folder for embedded data (default: .state in the site)")
     dev.add_argument("--port", type=int, default=None)
+
+    maintain = add("maintain", cmd_maintain, "run the maintenance sweeps once, or every N seconds with --loop")
+    maintain.add_argument("--loop", type=float, default=None, metavar="SECONDS")
 
     user = add("create-user", cmd_create_user, "create a personal account")
     user.add_argument("email")

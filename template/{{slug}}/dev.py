@@ -64,7 +64,10 @@ def _secret_key(state: Path) -> str:
 def child_commands(port: int) -> dict[str, list[str]]:
     """The site's processes, each a ``python -m <site> ...`` child."""
     python = [sys.executable, "-m", PACKAGE]
-    return {"web": [*python, "serve", "--port", str(port)]}
+    return {
+        "web": [*python, "serve", "--port", str(port)],
+        "maintain": [*python, "maintain", "--loop", "30"],
+    }
 
 
 def run_dev(settings: Settings, args: argparse.Namespace) -> int:

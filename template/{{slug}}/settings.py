@@ -47,11 +47,22 @@ class SiteIdentity(Struct, forbid_unknown_fields=True, frozen=True):
             raise ValueError("dead_queue must differ from task_queue")
 
 
+DEFAULT_FILE_TYPES = [
+    "text/plain", "text/markdown", "text/csv", "application/json", "application/pdf",
+    "image/png", "image/jpeg", "image/gif", "image/webp", "application/octet-stream",
+]
+MediaType = Annotated[str, Meta(pattern=r"^[a-z0-9!#$&^_.+-]+/[a-z0-9!#$&^_.+-]+$")]
+
+
 class FilesPolicy(Struct, forbid_unknown_fields=True, frozen=True):
     enabled: bool = True
-    max_file_bytes: Positive = 1024 * 1024
+    # Uploads are received in memory before they are stored, hence the cap.
+    max_file_bytes: Annotated[int, Meta(ge=1, le=64 * 1024 * 1024)] = 1024 * 1024
     quota_bytes: Positive = 20 * 1024 * 1024
-    ttl_hours: Positive = 168
+    ttl_hours: Annotated[int, Meta(ge=1, le=87600)] = 168
+    allowed_types: Annotated[list[MediaType], Meta(min_length=1)] = msgspec.field(
+        default_factory=lambda: list(DEFAULT_FILE_TYPES)
+    )
 
 
 class TasksPolicy(Struct, forbid_unknown_fields=True, frozen=True):

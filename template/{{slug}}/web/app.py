@@ -11,6 +11,7 @@ from litestar.openapi import OpenAPIConfig
 from litestar.template import TemplateConfig
 
 from ..auth.routes import AuthController, me
+from ..files.routes import FilesController, upload_route
 from ..runtime import open_runtime
 from ..settings import Settings
 from .dependencies import DEPENDENCIES
@@ -34,7 +35,17 @@ def create_app(settings: Settings) -> Litestar:
             yield
 
     return Litestar(
-        route_handlers=[AuthController, me, healthz, readyz, index, login_page, static_files],
+        route_handlers=[
+            AuthController,
+            me,
+            FilesController,
+            upload_route(settings.policy.files.max_file_bytes),
+            healthz,
+            readyz,
+            index,
+            login_page,
+            static_files,
+        ],
         dependencies=DEPENDENCIES,
         exception_handlers=EXCEPTION_HANDLERS,
         middleware=[RequestIdMiddleware(), OriginCheckMiddleware(settings.origin)],

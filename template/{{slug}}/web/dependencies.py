@@ -9,6 +9,7 @@ from litestar.di import NamedDependency, Provide
 
 from ..auth.sessions import Account, account_for_token
 from ..errors import Unauthenticated
+from ..ratelimits.counters import take
 from ..runtime import Runtime
 from ..settings import Settings
 
@@ -33,18 +34,23 @@ def provide_pool(state: State) -> asyncpg.Pool:
 
 
 async def provide_account(request: Request, pool: DbPool, settings: SiteSettings) -> Account:
-    """The account of the session cookie named for this site; anything else is 401.
+    """The account of the session cookie named for this site, counted against its rate limit.
 
     Only this site's cookie name is read, so a browser holding cookies of
     several sites on one host always resolves to this site's own session.
+    Reads (GET/HEAD) and writes count in separate buckets.
     """
     token = request.cookies.get(settings.session_cookie)
     if not token or len(token) > 128:
         raise Unauthenticated()
+    policy = settings.policy.tasks
+    reading = request.method in ("GET", "HEAD")
     async with pool.acquire() as conn:
         account = await account_for_token(conn, settings.require_secret_key(), token)
-    if account is None:
-        raise Unauthenticated()
+        if account is None:
+            raise Unauthenticated()
+        await take(conn, account.id, "read" if reading else "write",
+                   policy.reads_per_minute if reading else policy.writes_per_minute)
     return account
 
 

@@ -1,0 +1,1 @@
+"""Private per-account files on S3: upload, list, preview, download, delete, cleanup."""

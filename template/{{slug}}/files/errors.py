@@ -1,0 +1,65 @@
+"""Errors of the files domain."""
+
+from __future__ import annotations
+
+from ..errors import SiteError
+
+
+class FileError(SiteError):
+    domain = "file"
+
+
+class FileNotFound(FileError):
+    """Missing, expired, not ready, or another account's — all look the same."""
+
+    code = "NOT_FOUND"
+    status = 404
+    default_message = "File not found."
+
+
+class FileRejected(FileError):
+    """The upload breaks a rule (empty, bad name, type not allowed)."""
+
+    code = "VALIDATION_FAILED"
+    status = 400
+    default_message = "This file cannot be stored."
+
+
+class FileTooLarge(FileError):
+    code = "FILE_TOO_LARGE"
+    status = 413
+    default_message = "The file is larger than this site allows."
+
+
+class QuotaExceeded(FileError):
+    code = "QUOTA_EXCEEDED"
+    status = 409
+    default_message = "Not enough storage left. Delete some files and try again."
+
+
+class FileInUse(FileError):
+    """An active task holds the file as its input."""
+
+    code = "FILE_IN_USE"
+    status = 409
+    default_message = "This file is the input of an active task. Cancel or finish the task first."
+
+
+class StorageUnavailable(FileError):
+    """Object storage did not answer or refused; never carries the provider's words."""
+
+    code = "STORAGE_UNAVAILABLE"
+    status = 503
+    default_message = "File storage is temporarily unavailable. Please try again."
+
+
+class FilesDisabled(FileError):
+    code = "DISABLED"
+    status = 403
+    default_message = "File storage is disabled on this site."
+
+
+class FilesNotConfigured(FileError):
+    code = "NOT_CONFIGURED"
+    status = 503
+    default_message = "File storage is not configured on this site."

@@ -1,0 +1,117 @@
+"""Object storage for files: one S3 bucket per site, private keys ``<prefix>/<account>/<file>``.
+
+Every call is bounded by ``OBJECT_TIMEOUT`` and every provider failure becomes
+``StorageUnavailable`` (or ``ObjectMissing``); the provider's own message is
+never passed on or logged, only the exception's type.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from datetime import datetime
+from typing import IO, Any
+from uuid import UUID
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from ..services.storage import OBJECT_TIMEOUT
+from .errors import StorageUnavailable
+
+log = logging.getLogger(__name__)
+
+CHUNK = 64 * 1024
+_MISSING_CODES = {"NoSuchKey", "404", "NotFound"}
+
+
+class ObjectMissing(Exception):
+    """The key does not exist (a real answer from storage, not an outage)."""
+
+
+@asynccontextmanager
+async def _storage_call(what: str) -> AsyncIterator[None]:
+    try:
+        async with asyncio.timeout(OBJECT_TIMEOUT):
+            yield
+    except ClientError as error:
+        code = str(error.response.get("Error", {}).get("Code", ""))
+        if code in _MISSING_CODES:
+            raise ObjectMissing() from None
+        log.warning("storage %s failed: %s %s", what, type(error).__name__, code[:40])
+        raise StorageUnavailable() from None
+    except (BotoCoreError, OSError, TimeoutError) as error:
+        log.warning("storage %s failed: %s", what, type(error).__name__)
+        raise StorageUnavailable() from None
+
+
+class ObjectStore:
+    def __init__(self, client: Any, bucket: str, prefix: str) -> None:
+        self.client = client
+        self.bucket = bucket
+        self.prefix = prefix
+
+    def key_for(self, owner_id: UUID, file_id: UUID) -> str:
+        return f"{self.prefix}/{owner_id}/{file_id}"
+
+    async def put(self, key: str, body: bytes | IO[bytes], size: int, content_type: str) -> None:
+        async with _storage_call("put"):
+            await self.client.put_object(
+                Bucket=self.bucket, Key=key, Body=body, ContentLength=size, ContentType=content_type
+            )
+
+    async def read(self, key: str, limit: int | None = None) -> bytes:
+        """The object's bytes, or its first ``limit`` bytes."""
+        extra = {"Range": f"bytes=0-{limit - 1}"} if limit else {}
+        async with _storage_call("read"):
+            response = await self.client.get_object(Bucket=self.bucket, Key=key, **extra)
+            async with response["Body"] as body:
+                return await body.read()
+
+    async def stream(self, key: str) -> AsyncIterator[bytes]:
+        """Open the object and yield its bytes in chunks; errors before the first byte raise here."""
+        async with _storage_call("open"):
+            response = await self.client.get_object(Bucket=self.bucket, Key=key)
+        body = response["Body"]
+
+        async def chunks() -> AsyncIterator[bytes]:
+            async with body:
+                while True:
+                    async with _storage_call("read"):
+                        chunk = await body.read(CHUNK)
+                    if not chunk:
+                        return
+                    yield chunk
+
+        return chunks()
+
+    async def delete(self, key: str) -> None:
+        """Delete the key; deleting a missing key succeeds (S3 semantics)."""
+        async with _storage_call("delete"):
+            await self.client.delete_object(Bucket=self.bucket, Key=key)
+
+    async def exists(self, key: str) -> bool:
+        try:
+            async with _storage_call("head"):
+                await self.client.head_object(Bucket=self.bucket, Key=key)
+        except ObjectMissing:
+            return False
+        return True
+
+    async def list_keys(self, start_after: str = "") -> AsyncIterator[tuple[str, datetime]]:
+        """Every key under this site's prefix, in key order, with its last-modified time."""
+        token: str | None = None
+        while True:
+            params: dict[str, Any] = {"Bucket": self.bucket, "Prefix": f"{self.prefix}/", "MaxKeys": 1000}
+            if token:
+                params["ContinuationToken"] = token
+            elif start_after:
+                params["StartAfter"] = start_after
+            async with _storage_call("list"):
+                page = await self.client.list_objects_v2(**params)
+            for item in page.get("Contents", []):
+                yield item["Key"], item["LastModified"]
+            token = page.get("NextContinuationToken")
+            if not page.get("IsTruncated") or not token:
+                return

@@ -1,0 +1,98 @@
+-- Files: every statement that reads or writes the file and storage_usage tables.
+-- Ownership is part of every WHERE that serves a request: another account's id
+-- matches no row, which the caller answers as 404.
+
+-- name: lock_account
+-- Serialises an account's quota-changing writers (uploads, task submits).
+SELECT id FROM account WHERE id = $1 FOR UPDATE;
+
+-- name: reserve_quota
+-- Adds $2 bytes to the account's usage if it stays within the quota $3.
+INSERT INTO storage_usage AS u (account_id, used_bytes)
+VALUES ($1, $2)
+ON CONFLICT (account_id) DO UPDATE SET used_bytes = u.used_bytes + EXCLUDED.used_bytes
+WHERE u.used_bytes + EXCLUDED.used_bytes <= $3
+RETURNING used_bytes;
+
+-- name: release_quota
+UPDATE storage_usage SET used_bytes = used_bytes - $2 WHERE account_id = $1;
+
+-- name: used_bytes
+SELECT coalesce((SELECT used_bytes FROM storage_usage WHERE account_id = $1), 0);
+
+-- name: insert_uploading
+INSERT INTO file (id, owner_id, name, content_type, size, object_key, expires_at)
+VALUES ($1, $2, $3, $4, $5, $6, now() + make_interval(hours => $7));
+
+-- name: mark_ready
+UPDATE file
+SET status = 'ready', sha256 = $2, ready_at = now(), updated_at = now()
+WHERE id = $1 AND status = 'uploading'
+RETURNING id, name, content_type, size, sha256, created_at, expires_at;
+
+-- name: drop_uploading
+-- Compensation of a failed upload: only its own row, only while still uploading.
+DELETE FROM file WHERE id = $1 AND status = 'uploading' RETURNING owner_id, size;
+
+-- name: list_ready
+SELECT id, name, content_type, size, sha256, created_at, expires_at
+FROM file
+WHERE owner_id = $1 AND status = 'ready' AND expires_at > now()
+  AND ($2::timestamptz IS NULL OR (created_at, id) < ($2, $3::uuid))
+ORDER BY created_at DESC, id DESC
+LIMIT $4;
+
+-- name: get_ready
+SELECT id, name, content_type, size, sha256, created_at, expires_at, object_key
+FROM file
+WHERE id = $1 AND owner_id = $2 AND status = 'ready' AND expires_at > now();
+
+-- name: lock_ready_for_delete
+-- The same row lock a task submit takes on its input: whoever locks first decides.
+SELECT id, object_key, size
+FROM file
+WHERE id = $1 AND owner_id = $2 AND status = 'ready'
+FOR UPDATE;
+
+-- name: mark_deleting
+UPDATE file SET status = 'deleting', updated_at = now() WHERE id = $1 AND status = 'ready';
+
+-- name: finish_delete
+-- Only the transition deleting -> deleted releases quota, so it happens once.
+UPDATE file
+SET status = 'deleted', deleted_at = now(), updated_at = now()
+WHERE id = $1 AND status = 'deleting'
+RETURNING owner_id, size;
+
+-- name: claim_expired
+-- Expired ready files become deleting (SKIP LOCKED: concurrent maintainers take different rows).
+UPDATE file SET status = 'deleting', updated_at = now()
+WHERE id IN (
+    SELECT id FROM file
+    WHERE status = 'ready' AND expires_at <= now()
+    ORDER BY expires_at
+    LIMIT $1
+    FOR UPDATE SKIP LOCKED
+)
+RETURNING id;
+
+-- name: lock_deleting
+-- Rows whose object still has to go; a fresh user delete is left to its own request for a while.
+SELECT id, object_key
+FROM file
+WHERE status = 'deleting' AND updated_at <= now() - make_interval(secs => $2)
+ORDER BY updated_at
+LIMIT $1
+FOR UPDATE SKIP LOCKED;
+
+-- name: lock_stale_uploading
+-- Uploads that never finished (the process died between reserve and ready).
+SELECT id, object_key
+FROM file
+WHERE status = 'uploading' AND updated_at <= now() - make_interval(secs => $2)
+ORDER BY updated_at
+LIMIT $1
+FOR UPDATE SKIP LOCKED;
+
+-- name: known_keys
+SELECT object_key FROM file WHERE object_key = ANY($1::text[]);

@@ -1,0 +1,158 @@
+"""HTTP routes for files."""
+
+from __future__ import annotations
+
+import base64
+import codecs
+from uuid import UUID
+
+import msgspec
+from litestar import Controller, Request, Response, delete, get, post
+from litestar.datastructures import UploadFile
+from litestar.params import FromPath, FromQuery
+from litestar.response import Stream
+from litestar.status_codes import HTTP_201_CREATED, HTTP_202_ACCEPTED, HTTP_204_NO_CONTENT
+
+from ..runtime import Runtime
+from ..web.dependencies import CurrentAccount, SiteRuntime
+from ..web.paging import PAGE_SIZE, decode_cursor, next_cursor
+from . import store
+from .deletion import delete_file
+from .errors import FileNotFound, FileRejected, FilesDisabled, FilesNotConfigured
+from .names import clean_content_type, clean_name, content_disposition
+from .objects import ObjectMissing
+from .store import FileOut
+from .uploads import Received, object_store, receive, store_upload
+
+PREVIEW_BYTES = 64 * 1024
+MULTIPART_OVERHEAD = 64 * 1024
+
+
+class FilePage(msgspec.Struct, rename="camel", frozen=True):
+    items: list[FileOut]
+    next_cursor: str | None
+
+
+class Preview(msgspec.Struct, rename="camel", frozen=True):
+    text: str
+    truncated: bool
+    encoding_error: bool
+
+
+class DeletePending(msgspec.Struct, frozen=True):
+    status: str = "deleting"
+
+
+def require_storage(runtime: Runtime) -> None:
+    if runtime.storage is None:
+        raise FilesNotConfigured()
+
+
+async def _multipart(request: Request, limit: int) -> tuple[str | None, str | None, Received]:
+    form = await request.form()
+    upload = form.get("file")
+    if not isinstance(upload, UploadFile):
+        raise FileRejected("Send the file in a form field named 'file'.")
+
+    async def chunks():
+        while chunk := await upload.read(64 * 1024):
+            yield chunk
+
+    received = await receive(chunks(), limit)
+    name = form.get("name") if isinstance(form.get("name"), str) else upload.filename
+    return name, upload.content_type, received
+
+
+def upload_route(max_file_bytes: int):
+    """The upload handler, with a body limit of the site's maximum file size (plus form overhead)."""
+
+    @post("/api/files", status_code=HTTP_201_CREATED, tags=["files"],
+          request_max_body_size=max_file_bytes + MULTIPART_OVERHEAD)
+    async def upload_file(request: Request, account: CurrentAccount, runtime: SiteRuntime,
+                          name: FromQuery[str | None] = None) -> FileOut:
+        """Store a file: raw body (``?name=`` + Content-Type) or a multipart form (field ``file``)."""
+        policy = runtime.settings.policy.files
+        if not policy.enabled:
+            raise FilesDisabled()
+        require_storage(runtime)
+        if request.content_type[0] == "multipart/form-data":
+            form_name, content_type, received = await _multipart(request, policy.max_file_bytes)
+            name = name or form_name
+        else:
+            content_type = request.headers.get("content-type")
+            clean_content_type(content_type, policy.allowed_types)  # refuse before reading the body
+            received = await receive(request.stream(), policy.max_file_bytes)
+        return await store_upload(
+            runtime, account.id, clean_name(name), clean_content_type(content_type, policy.allowed_types), received
+        )
+
+    return upload_file
+
+
+class FilesController(Controller):
+    path = "/api/files"
+    tags = ["files"]
+
+    @get("/")
+    async def list_files(self, account: CurrentAccount, runtime: SiteRuntime, cursor: FromQuery[str | None] = None) -> FilePage:
+        """Ready, unexpired files of the signed-in account, newest first, 20 a page."""
+        after = decode_cursor(cursor)
+        async with runtime.pool.acquire() as conn:
+            rows = await store.list_ready(conn, account.id, after, PAGE_SIZE + 1)
+        return FilePage(items=rows[:PAGE_SIZE], next_cursor=next_cursor(rows, lambda f: (f.created_at, f.id)))
+
+    @get("/{file_id:uuid}")
+    async def get_file(self, file_id: FromPath[UUID], account: CurrentAccount, runtime: SiteRuntime) -> FileOut:
+        async with runtime.pool.acquire() as conn:
+            return (await store.get_ready(conn, file_id, account.id)).public
+
+    @get("/{file_id:uuid}/preview")
+    async def preview_file(self, file_id: FromPath[UUID], account: CurrentAccount, runtime: SiteRuntime) -> Preview:
+        """The first 64 KiB as UTF-8 text; undecodable bytes are reported, not fatal."""
+        require_storage(runtime)
+        async with runtime.pool.acquire() as conn:
+            stored = await store.get_ready(conn, file_id, account.id)
+        try:
+            data = await object_store(runtime).read(stored.object_key, PREVIEW_BYTES)
+        except ObjectMissing:
+            raise FileNotFound() from None
+        truncated = stored.public.size > PREVIEW_BYTES
+        try:
+            # A multi-byte character cut by the 64 KiB boundary is not an error.
+            text = codecs.getincrementaldecoder("utf-8")("strict").decode(data, final=not truncated)
+            encoding_error = False
+        except UnicodeDecodeError:
+            text, encoding_error = data.decode("utf-8", errors="replace"), True
+        return Preview(text=text, truncated=truncated, encoding_error=encoding_error)
+
+    @get("/{file_id:uuid}/content")
+    async def download_file(self, file_id: FromPath[UUID], account: CurrentAccount, runtime: SiteRuntime) -> Stream:
+        """The exact bytes, as an attachment."""
+        require_storage(runtime)
+        async with runtime.pool.acquire() as conn:
+            stored = await store.get_ready(conn, file_id, account.id)
+        try:
+            chunks = await object_store(runtime).stream(stored.object_key)
+        except ObjectMissing:
+            raise FileNotFound() from None
+        public = stored.public
+        digest = base64.b64encode(bytes.fromhex(public.sha256)).decode()
+        return Stream(
+            chunks,
+            media_type=public.content_type,
+            headers={
+                "Content-Length": str(public.size),
+                "Content-Disposition": content_disposition(public.name),
+                "X-Content-Type-Options": "nosniff",
+                "Cache-Control": "private, no-store",
+                "Repr-Digest": f"sha-256=:{digest}:",
+            },
+        )
+
+    @delete("/{file_id:uuid}", status_code=HTTP_202_ACCEPTED)
+    async def delete_file(self, file_id: FromPath[UUID], account: CurrentAccount, runtime: SiteRuntime) -> Response:
+        """204 when the file is gone; 202 when storage failed and maintenance will finish the removal."""
+        require_storage(runtime)
+        if await delete_file(runtime, account.id, file_id):
+            return Response(None, status_code=HTTP_204_NO_CONTENT)
+        return Response(DeletePending(), status_code=HTTP_202_ACCEPTED)

@@ -1,0 +1,60 @@
+"""``maintain``: the scheduled, idempotent, batch-capped sweeps, in a fixed order.
+
+Safe to run from several places at once (cron on two hosts, a loop next to a
+one-shot): every step takes its rows with SKIP LOCKED or is idempotent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+
+from .files import cleanup
+from .ratelimits.counters import purge_old_windows
+from .runtime import Runtime
+
+log = logging.getLogger(__name__)
+
+BATCH = 20
+
+Step = Callable[[Runtime, int], Awaitable[int]]
+
+
+async def _purge_counters(runtime: Runtime, batch: int) -> int:
+    return await purge_old_windows(runtime.pool, batch * 50)
+
+
+# (name, step, needs object storage)
+STEPS: list[tuple[str, Step, bool]] = [
+    ("expire files", cleanup.expire_files, False),
+    ("purge deleting files", cleanup.purge_deleting, True),
+    ("purge stale uploads", cleanup.purge_stale_uploads, True),
+    ("purge orphan objects", cleanup.purge_orphans, True),
+    ("purge old rate counters", _purge_counters, False),
+]
+
+
+async def run_once(runtime: Runtime, batch: int = BATCH) -> dict[str, int]:
+    """Run every step once; a failing step is logged and does not stop the others."""
+    done: dict[str, int] = {}
+    for name, step, needs_storage in STEPS:
+        if needs_storage and runtime.storage is None:
+            continue
+        try:
+            done[name] = await step(runtime, batch)
+        except Exception as error:  # noqa: BLE001 - the next run retries; the reason is logged
+            log.warning("maintenance step %r failed: %s", name, type(error).__name__)
+            done[name] = -1
+    return done
+
+
+async def run_loop(runtime: Runtime, seconds: float, stop: asyncio.Event, batch: int = BATCH) -> None:
+    while not stop.is_set():
+        summary = await run_once(runtime, batch)
+        if any(count for count in summary.values()):
+            log.info("maintenance: %s", ", ".join(f"{k}={v}" for k, v in summary.items() if v))
+        try:
+            await asyncio.wait_for(stop.wait(), timeout=seconds)
+        except TimeoutError:
+            pass

@@ -1,0 +1,1 @@
+"""Per-account request counters in the database (SPEC §8)."""
