@@ -90,6 +90,14 @@ def cmd_create_user(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_worker(settings: Settings, args: argparse.Namespace) -> int:
+    from .worker import run_worker
+
+    if not 1 <= args.threads <= 64:
+        raise CommandError("--threads must be between 1 and 64")
+    return run_worker(settings, args.threads)
+
+
 def cmd_maintain(settings: Settings, args: argparse.Namespace) -> int:
     import signal
 
@@ -142,6 +150,9 @@ def build_parser() -> argparse.ArgumentParser:
     dev = add("dev", cmd_dev, "start everything locally with embedded services and print the URL")
     dev.add_argument("--state", default=None, help="folder for embedded data (default: .state in the site)")
     dev.add_argument("--port", type=int, default=None)
+
+    worker = add("worker", cmd_worker, "run the task worker (Dramatiq) on the site's queues")
+    worker.add_argument("--threads", type=int, default=4)
 
     maintain = add("maintain", cmd_maintain, "run the maintenance sweeps once, or every N seconds with --loop")
     maintain.add_argument("--loop", type=float, default=None, metavar="SECONDS")

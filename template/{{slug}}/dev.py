@@ -66,6 +66,7 @@ def child_commands(port: int) -> dict[str, list[str]]:
     python = [sys.executable, "-m", PACKAGE]
     return {
         "web": [*python, "serve", "--port", str(port)],
+        "worker": [*python, "worker"],
         "maintain": [*python, "maintain", "--loop", "30"],
     }
 

@@ -10,9 +10,10 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
-from .files import cleanup
+from .files import cleanup, store
 from .ratelimits.counters import purge_old_windows
 from .runtime import Runtime
+from .tasks import delivery, lifecycle
 
 log = logging.getLogger(__name__)
 
@@ -25,13 +26,28 @@ async def _purge_counters(runtime: Runtime, batch: int) -> int:
     return await purge_old_windows(runtime.pool, batch * 50)
 
 
-# (name, step, needs object storage)
+async def _purge_unpublished_results(runtime: Runtime, batch: int) -> int:
+    """Result files reserved by attempts that are no longer running and were never published."""
+    return await cleanup.purge_locked(runtime, lifecycle.Q.lock_unpublished_results, cleanup.SETTLE_SECONDS, batch,
+                                      store.drop_uploading)
+
+
+async def _resend_due(runtime: Runtime, batch: int) -> int:
+    if runtime.broker is None:
+        return 0
+    return await delivery.resend_due(runtime, batch)
+
+
+# (name, step, needs object storage) in the order of SPEC §6.6
 STEPS: list[tuple[str, Step, bool]] = [
+    ("recover expired leases", lifecycle.recover_expired_leases, False),
+    ("purge unpublished results", _purge_unpublished_results, True),
     ("expire files", cleanup.expire_files, False),
     ("purge deleting files", cleanup.purge_deleting, True),
     ("purge stale uploads", cleanup.purge_stale_uploads, True),
     ("purge orphan objects", cleanup.purge_orphans, True),
     ("purge old rate counters", _purge_counters, False),
+    ("re-send due tasks", _resend_due, False),
 ]
 
 

@@ -29,12 +29,16 @@ class Runtime:
 
 
 @asynccontextmanager
-async def open_runtime(settings: Settings, *, pool_size: int = 10) -> AsyncIterator[Runtime]:
+async def open_runtime(settings: Settings, *, pool_size: int = 10,
+                       broker: dramatiq.Broker | None = None) -> AsyncIterator[Runtime]:
+    """Open what a process needs. A worker passes the broker it consumes from; others get their own."""
+    from .tasks.actors import declare_actors
+
     async with AsyncExitStack() as stack:
         pool = await create_pool(settings.require_database_url(), max_size=pool_size)
         stack.push_async_callback(pool.close)
         storage = await open_storage(settings, stack)
-        broker = create_broker(settings)
-        if broker is not None:
+        if broker is None and (broker := create_broker(settings)) is not None:
+            declare_actors(broker, settings)
             stack.callback(broker.close)
         yield Runtime(settings=settings, pool=pool, storage=storage, broker=broker)

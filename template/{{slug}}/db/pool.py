@@ -33,6 +33,13 @@ async def create_pool(dsn: str, *, min_size: int = 1, max_size: int = 10) -> asy
     )
 
 
+async def connect(dsn: str) -> asyncpg.Connection:
+    """One connection configured exactly like the pool's (for tools and tests)."""
+    conn = await asyncpg.connect(dsn, server_settings=SERVER_SETTINGS, command_timeout=30)
+    await _init_connection(conn)
+    return conn
+
+
 @asynccontextmanager
 async def transaction(pool: asyncpg.Pool) -> AsyncIterator[asyncpg.Connection]:
     """A connection inside one READ COMMITTED transaction; commits on success, rolls back on error."""

@@ -31,7 +31,8 @@ async def expire_files(runtime: Runtime, batch: int) -> int:
         return len(await conn.fetch(store.Q.claim_expired, batch))
 
 
-async def _purge_locked(runtime: Runtime, statement: str, settle: int, batch: int, finish) -> int:
+async def purge_locked(runtime: Runtime, statement: str, settle: int, batch: int, finish) -> int:
+    """Rows selected (and locked) by ``statement``: delete each object, then ``finish`` its row."""
     objects = object_store(runtime)
     done = 0
     async with transaction(runtime.pool) as conn:
@@ -48,12 +49,12 @@ async def _purge_locked(runtime: Runtime, statement: str, settle: int, batch: in
 
 async def purge_deleting(runtime: Runtime, batch: int, settle: int = SETTLE_SECONDS) -> int:
     """``deleting`` rows: remove the object, then mark deleted and release the quota."""
-    return await _purge_locked(runtime, store.Q.lock_deleting, settle, batch, store.finish_delete)
+    return await purge_locked(runtime, store.Q.lock_deleting, settle, batch, store.finish_delete)
 
 
 async def purge_stale_uploads(runtime: Runtime, batch: int, settle: int = STALE_UPLOAD_SECONDS) -> int:
     """Uploads stuck in ``uploading``: remove whatever object landed, the row and its quota."""
-    return await _purge_locked(runtime, store.Q.lock_stale_uploading, settle, batch, store.drop_uploading)
+    return await purge_locked(runtime, store.Q.lock_stale_uploading, settle, batch, store.drop_uploading)
 
 
 async def purge_orphans(runtime: Runtime, batch: int, grace: timedelta = ORPHAN_GRACE) -> int:

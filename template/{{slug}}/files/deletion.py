@@ -8,7 +8,7 @@ from uuid import UUID
 from ..db.pool import transaction
 from ..runtime import Runtime
 from . import store
-from .errors import FileNotFound, StorageUnavailable
+from .errors import FileInUse, FileNotFound, StorageUnavailable
 from .uploads import object_store
 
 log = logging.getLogger(__name__)
@@ -24,6 +24,8 @@ async def delete_file(runtime: Runtime, owner_id: UUID, file_id: UUID) -> bool:
         row = await conn.fetchrow(store.Q.lock_ready_for_delete, file_id, owner_id)
         if row is None:
             raise FileNotFound()
+        if await conn.fetchval(store.Q.file_is_pinned, file_id):
+            raise FileInUse()
         await conn.execute(store.Q.mark_deleting, file_id)
     try:
         await object_store(runtime).delete(row["object_key"])

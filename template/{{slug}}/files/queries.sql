@@ -21,8 +21,8 @@ UPDATE storage_usage SET used_bytes = used_bytes - $2 WHERE account_id = $1;
 SELECT coalesce((SELECT used_bytes FROM storage_usage WHERE account_id = $1), 0);
 
 -- name: insert_uploading
-INSERT INTO file (id, owner_id, name, content_type, size, object_key, expires_at)
-VALUES ($1, $2, $3, $4, $5, $6, now() + make_interval(hours => $7));
+INSERT INTO file (id, owner_id, name, content_type, size, object_key, expires_at, kind)
+VALUES ($1, $2, $3, $4, $5, $6, now() + make_interval(hours => $7), $8);
 
 -- name: mark_ready
 UPDATE file
@@ -54,6 +54,9 @@ FROM file
 WHERE id = $1 AND owner_id = $2 AND status = 'ready'
 FOR UPDATE;
 
+-- name: file_is_pinned
+SELECT EXISTS (SELECT 1 FROM task_input_pin WHERE file_id = $1);
+
 -- name: mark_deleting
 UPDATE file SET status = 'deleting', updated_at = now() WHERE id = $1 AND status = 'ready';
 
@@ -70,6 +73,8 @@ UPDATE file SET status = 'deleting', updated_at = now()
 WHERE id IN (
     SELECT id FROM file
     WHERE status = 'ready' AND expires_at <= now()
+      -- an active task still needs it; it expires for the owner all the same
+      AND NOT EXISTS (SELECT 1 FROM task_input_pin p WHERE p.file_id = file.id)
     ORDER BY expires_at
     LIMIT $1
     FOR UPDATE SKIP LOCKED
@@ -87,9 +92,10 @@ FOR UPDATE SKIP LOCKED;
 
 -- name: lock_stale_uploading
 -- Uploads that never finished (the process died between reserve and ready).
+-- Unpublished task results are the tasks module's to clean (they follow their attempt).
 SELECT id, object_key
 FROM file
-WHERE status = 'uploading' AND updated_at <= now() - make_interval(secs => $2)
+WHERE status = 'uploading' AND kind = 'upload' AND updated_at <= now() - make_interval(secs => $2)
 ORDER BY updated_at
 LIMIT $1
 FOR UPDATE SKIP LOCKED;

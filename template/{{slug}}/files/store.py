@@ -46,7 +46,7 @@ def to_public(row: asyncpg.Record) -> FileOut:
 
 
 async def reserve(conn: asyncpg.Connection, *, file_id: UUID, owner_id: UUID, name: str, content_type: str,
-                  size: int, object_key: str, quota_bytes: int, ttl_hours: int) -> None:
+                  size: int, object_key: str, quota_bytes: int, ttl_hours: int, kind: str = "upload") -> None:
     """Insert the ``uploading`` row and take its quota, in the caller's transaction.
 
     The account row is locked first, so concurrent uploads (and task submits)
@@ -55,7 +55,7 @@ async def reserve(conn: asyncpg.Connection, *, file_id: UUID, owner_id: UUID, na
     await conn.execute(Q.lock_account, owner_id)
     if await conn.fetchval(Q.reserve_quota, owner_id, size, quota_bytes) is None:
         raise QuotaExceeded()
-    await conn.execute(Q.insert_uploading, file_id, owner_id, name, content_type, size, object_key, ttl_hours)
+    await conn.execute(Q.insert_uploading, file_id, owner_id, name, content_type, size, object_key, ttl_hours, kind)
 
 
 async def mark_ready(conn: asyncpg.Connection, file_id: UUID, sha256: bytes) -> FileOut:
@@ -65,11 +65,13 @@ async def mark_ready(conn: asyncpg.Connection, file_id: UUID, sha256: bytes) -> 
     return to_public(row)
 
 
-async def drop_uploading(conn: asyncpg.Connection, file_id: UUID) -> None:
+async def drop_uploading(conn: asyncpg.Connection, file_id: UUID) -> bool:
     """Undo a reservation: its own row and quota, only if it never became ready."""
     row = await conn.fetchrow(Q.drop_uploading, file_id)
-    if row is not None:
-        await conn.execute(Q.release_quota, row["owner_id"], row["size"])
+    if row is None:
+        return False
+    await conn.execute(Q.release_quota, row["owner_id"], row["size"])
+    return True
 
 
 async def finish_delete(conn: asyncpg.Connection, file_id: UUID) -> bool:

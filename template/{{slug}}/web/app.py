@@ -12,6 +12,7 @@ from litestar.template import TemplateConfig
 
 from ..auth.routes import AuthController, me
 from ..files.routes import FilesController, upload_route
+from ..tasks.routes import TasksController
 from ..runtime import open_runtime
 from ..settings import Settings
 from .dependencies import DEPENDENCIES
@@ -40,6 +41,7 @@ def create_app(settings: Settings) -> Litestar:
             me,
             FilesController,
             upload_route(settings.policy.files.max_file_bytes),
+            TasksController,
             healthz,
             readyz,
             index,

@@ -1,0 +1,75 @@
+"""Executing one task message: claim, read and verify the input, process, publish.
+
+Classified failures settle the task (``ExecutionFailure``). Anything else is
+an infrastructure problem: it propagates, and the actor asks Dramatiq to
+redeliver the message in 10 s (``actors.py``). A redelivered message whose
+task is already running or finished claims nothing and is acknowledged.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from typing import Literal
+from uuid import UUID
+
+from ..files.errors import StorageUnavailable
+from ..files.objects import ObjectMissing
+from ..files.uploads import object_store
+from ..runtime import Runtime
+from . import lifecycle, results
+from .errors import ExecutionFailure, LeaseLost
+from .processors import lookup
+from .states import ErrorCode, TaskStatus
+
+log = logging.getLogger(__name__)
+
+Outcome = Literal["stale", "succeeded", "failed", "retry_wait", "canceled", "lease_lost"]
+
+
+async def read_input(runtime: Runtime, held: lifecycle.Claim) -> bytes:
+    """The pinned input, verified against the snapshot taken at submit — metadata and actual bytes.
+
+    An input that expired after the task was accepted is still read: the pin
+    keeps it for the task, without giving the owner any download right.
+    """
+    row = await runtime.pool.fetchrow(lifecycle.Q.pinned_input, held.task_id)
+    if row is None or row["status"] != "ready" or row["owner_id"] != held.owner_id:
+        raise ExecutionFailure(ErrorCode.INPUT_MISSING)
+    if row["size"] != held.input_size or bytes(row["sha256"]) != held.input_sha256:
+        raise ExecutionFailure(ErrorCode.INPUT_INVALID)
+    try:
+        data = await object_store(runtime).read(row["object_key"])
+    except ObjectMissing:
+        raise ExecutionFailure(ErrorCode.INPUT_MISSING) from None
+    except StorageUnavailable:
+        raise ExecutionFailure(ErrorCode.STORAGE_UNAVAILABLE) from None
+    if len(data) != held.input_size or hashlib.sha256(data).digest() != held.input_sha256:
+        raise ExecutionFailure(ErrorCode.INPUT_INVALID)
+    return data
+
+
+async def execute(runtime: Runtime, task_id: UUID, dispatch_version: int) -> Outcome:
+    held = await lifecycle.claim(runtime.pool, task_id, dispatch_version)
+    if held is None:
+        return "stale"
+    reserved: results.Reserved | None = None
+    try:
+        processor = lookup(held.processor, held.processor_version)
+        output = processor(await read_input(runtime, held), held.params)
+        reserved = await results.reserve(runtime, held, len(output))
+        await results.write(runtime, reserved, output)
+        status = await results.publish(runtime, held, reserved, output)
+    except ExecutionFailure as failure:
+        try:
+            status = await lifecycle.settle_failure(runtime, held, failure.code)
+        except LeaseLost:
+            status = None
+    except LeaseLost:
+        status = None
+    if status is not TaskStatus.SUCCEEDED and reserved is not None:
+        await results.discard(runtime, reserved)
+    if status is None:
+        log.info("task %s: lease %d lost; its outcome was discarded", task_id, held.lease_version)
+        return "lease_lost"
+    return status.value  # type: ignore[return-value]

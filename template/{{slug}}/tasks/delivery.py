@@ -1,0 +1,63 @@
+"""Delivery: the outbox between a committed task and the broker.
+
+A sender takes a 30 s delivery lease (a fresh token, a new dispatch version),
+sends ``{taskId, dispatchVersion}``, then marks the task ``queued`` — only if
+it still holds its token. Claim and cancel clear the token, so a sender that
+is late (its send took long, its process stalled) can never turn a running or
+finished task back into ``queued``. A failed send leaves the task ``pending``;
+maintenance re-sends once the lease is over. Sends never spend attempts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from uuid import UUID
+
+from ..db.queries import Queries
+from ..runtime import Runtime
+from .states import DELIVERY_LEASE_SECONDS, UNCLAIMED_RESEND_SECONDS
+
+Q = Queries.load(__package__)
+log = logging.getLogger(__name__)
+
+RUN_TASK_ACTOR = "run_task"
+SEND_TIMEOUT = 10.0
+
+
+async def send(runtime: Runtime, task_id: UUID, dispatch_version: int) -> None:
+    """Put the message on the site's task queue (the broker clients are blocking: off the loop)."""
+    actor = runtime.broker.get_actor(RUN_TASK_ACTOR)
+    await asyncio.wait_for(
+        asyncio.to_thread(actor.send, taskId=str(task_id), dispatchVersion=dispatch_version),
+        timeout=SEND_TIMEOUT,
+    )
+
+
+async def _send_and_mark(runtime: Runtime, task_id: UUID, dispatch_version: int, token: UUID) -> bool:
+    try:
+        await send(runtime, task_id, dispatch_version)
+    except Exception as error:  # noqa: BLE001 - any send failure leaves the task for maintenance
+        log.warning("task %s: send failed (%s); maintenance re-sends it", task_id, type(error).__name__)
+        return False
+    await runtime.pool.execute(Q.mark_queued, task_id, token)
+    return True
+
+
+async def dispatch(runtime: Runtime, task_id: UUID) -> bool:
+    """Send a waiting task now if no other sender holds its delivery lease. True if sent."""
+    token = uuid.uuid4()
+    version = await runtime.pool.fetchval(Q.take_delivery_lease, task_id, token, DELIVERY_LEASE_SECONDS)
+    if version is None:
+        return False
+    return await _send_and_mark(runtime, task_id, version, token)
+
+
+async def resend_due(runtime: Runtime, batch: int) -> int:
+    """Maintenance: pending tasks nobody is sending, queued ones unclaimed for 2 minutes, due retry_wait."""
+    rows = await runtime.pool.fetch(Q.lease_due_deliveries, batch, DELIVERY_LEASE_SECONDS, UNCLAIMED_RESEND_SECONDS)
+    sent = 0
+    for row in rows:
+        sent += await _send_and_mark(runtime, row["id"], row["dispatch_version"], row["delivery_token"])
+    return sent

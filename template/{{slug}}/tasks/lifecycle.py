@@ -1,0 +1,139 @@
+"""Claim, settlement of failures, and recovery of lost leases.
+
+Each transition is one guarded statement (tasks/queries.sql): the WHERE holds
+the precondition — status, lease version, lease expiry — so a transition that
+is no longer valid simply matches no row.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+from uuid import UUID
+
+import asyncpg
+import msgspec
+
+from ..db.pool import transaction
+from ..files.store import Q as FILES
+from ..runtime import Runtime
+from . import delivery
+from .errors import LeaseLost
+from .processors import known
+from .states import AUTO_RETRY, EXECUTION_LEASE_SECONDS, ErrorCode, TaskStatus, retry_delay_seconds
+
+Q = delivery.Q
+log = logging.getLogger(__name__)
+
+
+class Claim(msgspec.Struct, frozen=True):
+    """What an executor holds after a successful claim."""
+
+    task_id: UUID
+    owner_id: UUID
+    lease_version: int
+    processor: str
+    processor_version: int
+    params: dict[str, Any]
+    input_file_id: UUID
+    input_name: str
+    input_size: int
+    input_sha256: bytes
+    attempt_count: int
+    max_attempts: int
+
+
+async def claim(pool: asyncpg.Pool, task_id: UUID, dispatch_version: int) -> Claim | None:
+    """Claim the task for the message's dispatch version; None for a duplicate or stale message."""
+    async with transaction(pool) as conn:
+        row = await conn.fetchrow(Q.claim_task, task_id, dispatch_version, EXECUTION_LEASE_SECONDS)
+    if row is None:
+        return None
+    return Claim(
+        task_id=row["id"],
+        owner_id=row["owner_id"],
+        lease_version=row["lease_version"],
+        processor=row["processor"],
+        processor_version=row["processor_version"],
+        params=row["params"],
+        input_file_id=row["input_file_id"],
+        input_name=row["input_name"],
+        input_size=row["input_size"],
+        input_sha256=bytes(row["input_sha256"]),
+        attempt_count=row["attempt_count"],
+        max_attempts=row["max_attempts"],
+    )
+
+
+async def lock_lease(conn: asyncpg.Connection, held: Claim) -> asyncpg.Record:
+    """Lock the account, then the task — only while ``held`` is still its live lease."""
+    await conn.execute(FILES.lock_account, held.owner_id)
+    row = await conn.fetchrow(Q.lock_leased, held.task_id, held.lease_version)
+    if row is None:
+        raise LeaseLost()
+    return row
+
+
+async def settle_canceled(conn: asyncpg.Connection, task_id: UUID, lease_version: int) -> None:
+    await conn.execute(Q.settle_canceled, task_id, lease_version)
+    await conn.execute(Q.end_attempt, task_id, lease_version, "canceled", None)
+    await conn.execute(Q.release_pin, task_id)
+
+
+async def settle_failure(runtime: Runtime, held: Claim, code: ErrorCode) -> TaskStatus:
+    """Record a classified failure of the current attempt.
+
+    A requested cancel wins; STORAGE_UNAVAILABLE with budget left waits and
+    retries; anything else fails the task and releases its pin.
+    """
+    async with transaction(runtime.pool) as conn:
+        row = await lock_lease(conn, held)
+        if row["cancel_requested_at"] is not None:
+            await settle_canceled(conn, held.task_id, held.lease_version)
+            return TaskStatus.CANCELED
+        if code in AUTO_RETRY and row["attempt_count"] < row["max_attempts"]:
+            await conn.execute(Q.settle_retry_wait, held.task_id, held.lease_version,
+                               retry_delay_seconds(row["attempt_count"]))
+            await conn.execute(Q.end_attempt, held.task_id, held.lease_version, "retry", code.value)
+            return TaskStatus.RETRY_WAIT
+        await conn.execute(Q.settle_failed, held.task_id, held.lease_version, code.value)
+        await conn.execute(Q.end_attempt, held.task_id, held.lease_version, "failed", code.value)
+        await conn.execute(Q.release_pin, held.task_id)
+        return TaskStatus.FAILED
+
+
+async def recover_expired_leases(runtime: Runtime, batch: int) -> int:
+    """Maintenance: running tasks whose 2-minute lease passed.
+
+    Known deterministic processor with budget left → pending and redelivered
+    under a new dispatch version; budget spent → failed / LEASE_EXPIRED;
+    unknown processor → reconciling (pin kept, no automatic delivery); a
+    requested cancel is settled now.
+    """
+    recovered = 0
+    redeliver: list[UUID] = []
+    for candidate in await runtime.pool.fetch(Q.expired_leases, batch):
+        async with transaction(runtime.pool) as conn:
+            await conn.execute(FILES.lock_account, candidate["owner_id"])
+            row = await conn.fetchrow(Q.lock_expired_lease, candidate["id"])
+            if row is None:  # settled meanwhile, or another maintainer has it
+                continue
+            task_id, version = row["id"], row["lease_version"]
+            if row["cancel_requested_at"] is not None:
+                await conn.execute(Q.end_attempt, task_id, version, "lease_expired", ErrorCode.LEASE_EXPIRED.value)
+                await settle_canceled(conn, task_id, version)
+            elif not known(row["processor"], row["processor_version"]):
+                await conn.execute(Q.settle_reconciling, task_id, version)
+                await conn.execute(Q.end_attempt, task_id, version, "reconciling", ErrorCode.LEASE_EXPIRED.value)
+            elif row["attempt_count"] < row["max_attempts"]:
+                await conn.execute(Q.settle_pending, task_id, version)
+                await conn.execute(Q.end_attempt, task_id, version, "lease_expired", ErrorCode.LEASE_EXPIRED.value)
+                redeliver.append(task_id)
+            else:
+                await conn.execute(Q.settle_failed, task_id, version, ErrorCode.LEASE_EXPIRED.value)
+                await conn.execute(Q.end_attempt, task_id, version, "lease_expired", ErrorCode.LEASE_EXPIRED.value)
+                await conn.execute(Q.release_pin, task_id)
+        recovered += 1
+    for task_id in redeliver:
+        await delivery.dispatch(runtime, task_id)
+    return recovered

@@ -1,0 +1,276 @@
+-- Tasks: every statement on task, task_attempt, task_input_pin and task_dead_letter.
+--
+-- Lock order, everywhere: the account row, then the task row, then file rows.
+-- Every write-back of an executor carries its lease_version in the WHERE, so a
+-- stale executor's statement matches nothing.
+
+-- ---------------------------------------------------------------- submit (store.py)
+
+-- name: task_by_request_key
+SELECT id, request_fingerprint FROM task WHERE owner_id = $1 AND request_key = $2;
+
+-- name: count_active
+SELECT count(*) FROM task WHERE owner_id = $1 AND task_is_active(status);
+
+-- name: lock_input_file
+-- The same row lock a file delete takes: whoever locks first decides.
+SELECT id, name, size, sha256, content_type, status, expires_at > now() AS unexpired
+FROM file
+WHERE id = $1 AND owner_id = $2
+FOR UPDATE;
+
+-- name: insert_task
+INSERT INTO task (id, owner_id, request_key, request_fingerprint, processor, processor_version,
+                  input_file_id, input_name, input_size, input_sha256, params, max_attempts)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12);
+
+-- name: insert_pin
+INSERT INTO task_input_pin (task_id, file_id) VALUES ($1, $2);
+
+-- name: release_pin
+DELETE FROM task_input_pin WHERE task_id = $1;
+
+-- ---------------------------------------------------------------- reads (store.py)
+
+-- name: public_task
+SELECT t.id, t.status, t.processor, t.processor_version, t.params, t.input_file_id, t.input_name,
+       t.input_size, t.attempt_count, t.max_attempts, t.error_code, t.cancel_requested_at,
+       t.result_file_id, r.name AS result_name, r.size AS result_size, r.sha256 AS result_sha256,
+       t.dead_lettered_at, t.created_at, t.updated_at, t.finished_at
+FROM task t
+LEFT JOIN file r ON r.id = t.result_file_id
+WHERE t.id = $1 AND t.owner_id = $2;
+
+-- name: list_tasks
+SELECT t.id, t.status, t.processor, t.processor_version, t.params, t.input_file_id, t.input_name,
+       t.input_size, t.attempt_count, t.max_attempts, t.error_code, t.cancel_requested_at,
+       t.result_file_id, r.name AS result_name, r.size AS result_size, r.sha256 AS result_sha256,
+       t.dead_lettered_at, t.created_at, t.updated_at, t.finished_at
+FROM task t
+LEFT JOIN file r ON r.id = t.result_file_id
+WHERE t.owner_id = $1
+  AND ($2::timestamptz IS NULL OR (t.created_at, t.id) < ($2, $3::uuid))
+ORDER BY t.created_at DESC, t.id DESC
+LIMIT $4;
+
+-- ---------------------------------------------------------------- cancel / retry (store.py)
+
+-- name: lock_own_task
+SELECT id, status, attempt_count, max_attempts, error_code, processor, processor_version,
+       input_file_id, input_size, input_sha256
+FROM task
+WHERE id = $1 AND owner_id = $2
+FOR UPDATE;
+
+-- name: cancel_waiting
+UPDATE task
+SET status = 'canceled', finished_at = now(), updated_at = now(),
+    cancel_requested_at = coalesce(cancel_requested_at, now()),
+    delivery_token = NULL, delivery_lease_expires_at = NULL, next_attempt_at = NULL
+WHERE id = $1 AND status IN ('pending', 'queued', 'retry_wait');
+
+-- name: request_cancel
+-- Running: the executor (or lease recovery) settles it; reconciling: only recorded.
+UPDATE task SET cancel_requested_at = coalesce(cancel_requested_at, now()), updated_at = now()
+WHERE id = $1 AND status IN ('running', 'reconciling');
+
+-- name: retry_failed
+UPDATE task
+SET status = 'pending', error_code = NULL, finished_at = NULL, cancel_requested_at = NULL, updated_at = now()
+WHERE id = $1 AND status = 'failed' AND attempt_count < max_attempts;
+
+-- ---------------------------------------------------------------- delivery (delivery.py)
+
+-- name: take_delivery_lease
+-- A fresh token and dispatch version; only while no other sender holds a live lease.
+UPDATE task
+SET delivery_token = $2, delivery_lease_expires_at = now() + make_interval(secs => $3),
+    dispatch_version = dispatch_version + 1, updated_at = now()
+WHERE id = $1 AND status IN ('pending', 'queued')
+  AND (delivery_token IS NULL OR delivery_lease_expires_at <= now())
+RETURNING dispatch_version;
+
+-- name: mark_queued
+-- Only the sender still holding its token may mark the send; claim and cancel clear it.
+UPDATE task
+SET status = 'queued', queued_at = now(), delivery_token = NULL, delivery_lease_expires_at = NULL,
+    updated_at = now()
+WHERE id = $1 AND delivery_token = $2 AND status IN ('pending', 'queued')
+RETURNING id;
+
+-- name: lease_due_deliveries
+-- Maintenance: pending tasks nobody is sending (after a grace for the submit's own
+-- send), queued tasks unclaimed for $3 seconds, and due retry_wait tasks — each
+-- gets a delivery lease and a new dispatch version in this one statement.
+UPDATE task
+SET status = CASE WHEN status = 'retry_wait' THEN 'pending' ELSE status END,
+    next_attempt_at = NULL,
+    delivery_token = gen_random_uuid(),
+    delivery_lease_expires_at = now() + make_interval(secs => $2),
+    dispatch_version = dispatch_version + 1,
+    updated_at = now()
+WHERE id IN (
+    SELECT id FROM task
+    WHERE (status = 'pending'
+           AND (delivery_lease_expires_at <= now()
+                OR (delivery_token IS NULL AND updated_at <= now() - make_interval(secs => $2))))
+       OR (status = 'queued' AND queued_at <= now() - make_interval(secs => $3)
+           AND (delivery_token IS NULL OR delivery_lease_expires_at <= now()))
+       OR (status = 'retry_wait' AND next_attempt_at <= now())
+    ORDER BY updated_at
+    LIMIT $1
+    FOR UPDATE SKIP LOCKED
+)
+RETURNING id, dispatch_version, delivery_token;
+
+-- ---------------------------------------------------------------- claim and settle (lifecycle.py)
+
+-- name: claim_task
+-- One statement: the message's dispatch version moves a waiting task to running,
+-- spends one attempt, takes the execution lease, clears the delivery token and
+-- records the attempt. A duplicate or stale message matches nothing.
+WITH claimed AS (
+    UPDATE task
+    SET status = 'running', attempt_count = attempt_count + 1, lease_version = lease_version + 1,
+        lease_expires_at = now() + make_interval(secs => $3),
+        delivery_token = NULL, delivery_lease_expires_at = NULL, queued_at = NULL, updated_at = now()
+    WHERE id = $1 AND dispatch_version = $2 AND status IN ('pending', 'queued')
+      AND attempt_count < max_attempts
+    RETURNING id, owner_id, lease_version, processor, processor_version, params, input_file_id,
+              input_name, input_size, input_sha256, attempt_count, max_attempts
+), attempt AS (
+    INSERT INTO task_attempt (task_id, lease_version)
+    SELECT id, lease_version FROM claimed
+)
+SELECT * FROM claimed;
+
+-- name: lock_leased
+-- The executor's own task, only while its lease is current and live.
+SELECT id, owner_id, attempt_count, max_attempts, cancel_requested_at
+FROM task
+WHERE id = $1 AND status = 'running' AND lease_version = $2 AND lease_expires_at > now()
+FOR UPDATE;
+
+-- name: settle_failed
+UPDATE task
+SET status = 'failed', error_code = $3, finished_at = now(), lease_expires_at = NULL, updated_at = now()
+WHERE id = $1 AND status = 'running' AND lease_version = $2;
+
+-- name: settle_retry_wait
+UPDATE task
+SET status = 'retry_wait', next_attempt_at = now() + make_interval(secs => $3), lease_expires_at = NULL,
+    updated_at = now()
+WHERE id = $1 AND status = 'running' AND lease_version = $2;
+
+-- name: settle_canceled
+UPDATE task
+SET status = 'canceled', finished_at = now(), lease_expires_at = NULL, updated_at = now()
+WHERE id = $1 AND status = 'running' AND lease_version = $2;
+
+-- name: settle_succeeded
+UPDATE task
+SET status = 'succeeded', result_file_id = $3, finished_at = now(), lease_expires_at = NULL, updated_at = now()
+WHERE id = $1 AND status = 'running' AND lease_version = $2;
+
+-- name: settle_pending
+-- Lease recovery with budget left: back to pending, to be redelivered under a new version.
+UPDATE task SET status = 'pending', lease_expires_at = NULL, updated_at = now()
+WHERE id = $1 AND status = 'running' AND lease_version = $2;
+
+-- name: settle_reconciling
+UPDATE task SET status = 'reconciling', lease_expires_at = NULL, updated_at = now()
+WHERE id = $1 AND status = 'running' AND lease_version = $2;
+
+-- name: end_attempt
+UPDATE task_attempt SET ended_at = now(), outcome = $3, error_code = $4
+WHERE task_id = $1 AND lease_version = $2 AND ended_at IS NULL;
+
+-- name: expired_leases
+SELECT id, owner_id FROM task
+WHERE status = 'running' AND lease_expires_at <= now()
+ORDER BY lease_expires_at
+LIMIT $1;
+
+-- name: lock_expired_lease
+SELECT id, processor, processor_version, attempt_count, max_attempts, lease_version, cancel_requested_at
+FROM task
+WHERE id = $1 AND status = 'running' AND lease_expires_at <= now()
+FOR UPDATE SKIP LOCKED;
+
+-- ---------------------------------------------------------------- execution (consumer.py, results.py)
+
+-- name: pinned_input
+SELECT f.id, f.owner_id, f.status, f.size, f.sha256, f.object_key
+FROM task_input_pin p
+JOIN file f ON f.id = p.file_id
+WHERE p.task_id = $1;
+
+-- name: attach_result
+-- The attempt reserves its one result file; a second reservation is refused.
+UPDATE task_attempt SET result_file_id = $3
+WHERE task_id = $1 AND lease_version = $2 AND ended_at IS NULL AND result_file_id IS NULL
+RETURNING id;
+
+-- name: attempt_result
+SELECT result_file_id FROM task_attempt WHERE task_id = $1 AND lease_version = $2;
+
+-- name: publish_result_file
+UPDATE file
+SET status = 'ready', sha256 = $3, ready_at = now(), updated_at = now()
+WHERE id = $1 AND owner_id = $2 AND status = 'uploading' AND kind = 'result'
+RETURNING id;
+
+-- name: lock_unpublished_results
+-- Results reserved by attempts that are no longer the running one: never published.
+SELECT f.id, f.object_key
+FROM task_attempt a
+JOIN task t ON t.id = a.task_id
+JOIN file f ON f.id = a.result_file_id
+WHERE f.status = 'uploading' AND f.kind = 'result'
+  AND NOT (t.status = 'running' AND t.lease_version = a.lease_version)
+  AND f.updated_at <= now() - make_interval(secs => $2)
+ORDER BY f.updated_at
+LIMIT $1
+FOR UPDATE OF f SKIP LOCKED;
+
+-- ---------------------------------------------------------------- dead letters (dead_letters.py)
+
+-- name: task_owner
+SELECT owner_id FROM task WHERE id = $1;
+
+-- name: lock_task
+SELECT id, status, dispatch_version FROM task WHERE id = $1 FOR UPDATE;
+
+-- name: insert_dead_letter
+-- One receipt per message: a redelivered dead letter finds its receipt and changes nothing.
+INSERT INTO task_dead_letter (queue_name, message_id, task_id, dispatch_version, classification)
+VALUES ($1, $2, $3, $4, $5)
+ON CONFLICT (queue_name, message_id) DO NOTHING
+RETURNING id;
+
+-- name: dead_letter_waiting
+UPDATE task
+SET status = 'failed', error_code = 'DELIVERY_EXHAUSTED', finished_at = now(), dead_lettered_at = now(),
+    delivery_token = NULL, delivery_lease_expires_at = NULL, updated_at = now()
+WHERE id = $1 AND status IN ('pending', 'queued') AND dispatch_version = $2;
+
+-- name: mark_dead_lettered
+UPDATE task SET dead_lettered_at = now(), updated_at = now() WHERE id = $1;
+
+-- ---------------------------------------------------------------- operators (inspect.py)
+
+-- name: inspect_task
+SELECT id, owner_id, status, processor, processor_version, attempt_count, max_attempts, lease_version,
+       lease_expires_at, dispatch_version, delivery_lease_expires_at, queued_at, next_attempt_at,
+       cancel_requested_at, error_code, input_file_id, input_size, result_file_id, dead_lettered_at,
+       created_at, updated_at, finished_at,
+       EXISTS (SELECT 1 FROM task_input_pin p WHERE p.task_id = task.id) AS pinned
+FROM task WHERE id = $1;
+
+-- name: inspect_attempts
+SELECT lease_version, started_at, ended_at, outcome, error_code, result_file_id
+FROM task_attempt WHERE task_id = $1 ORDER BY lease_version;
+
+-- name: inspect_dead_letters
+SELECT queue_name, message_id, dispatch_version, classification, received_at
+FROM task_dead_letter WHERE task_id = $1 ORDER BY received_at;

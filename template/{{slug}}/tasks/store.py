@@ -1,0 +1,237 @@
+"""Tasks as the owner sees them: idempotent submit, reads, cancel and manual retry.
+
+Every statement here checks ownership in its WHERE; another account's task
+is indistinguishable from a missing one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from datetime import datetime
+from typing import Annotated, Any, Literal
+from uuid import UUID
+
+import asyncpg
+import msgspec
+from msgspec import Meta
+
+from ..db.queries import Queries
+from ..files.errors import FileNotFound
+from ..files.store import Q as FILES
+from ..settings import Settings
+from .errors import ActiveLimit, NotRetryable, RequestConflict, TaskNotFound, TaskRejected
+from .processors import current_version, known
+from .states import ACTIVE, MANUAL_RETRY, TaskStatus
+
+Q = Queries.load(__package__)
+
+TEXT_INPUT_TYPE = "text/plain"
+
+
+# --- wire shapes -------------------------------------------------------------------
+
+
+class NormalizeParams(msgspec.Struct, rename="camel", forbid_unknown_fields=True, frozen=True):
+    trim_trailing_whitespace: bool
+
+
+class SubmitBody(msgspec.Struct, rename="camel", forbid_unknown_fields=True, frozen=True):
+    request_key: UUID
+    processor: Literal["text-normalize"]
+    file_id: UUID
+    params: NormalizeParams
+    # Its own field: never part of the fingerprint, never stored.
+    captcha_token: Annotated[str, Meta(max_length=4096)] | None = None
+
+
+class RetryBody(msgspec.Struct, rename="camel", forbid_unknown_fields=True, frozen=True):
+    captcha_token: Annotated[str, Meta(max_length=4096)] | None = None
+
+
+class TaskInput(msgspec.Struct, rename="camel", frozen=True):
+    file_id: UUID
+    name: str
+    size: int
+
+
+class Attempts(msgspec.Struct, frozen=True):
+    used: int
+    max: int
+
+
+class TaskResult(msgspec.Struct, rename="camel", frozen=True):
+    file_id: UUID
+    name: str
+    size: int
+    sha256: str
+
+
+class TaskOut(msgspec.Struct, rename="camel", frozen=True):
+    """The public view of a task: no leases, tokens, digests, versions or queue details."""
+
+    id: UUID
+    status: str
+    processor: str
+    processor_version: int
+    params: dict[str, Any]
+    input: TaskInput
+    attempts: Attempts
+    error_code: str | None
+    cancel_requested: bool
+    retryable: bool
+    result: TaskResult | None
+    dead_lettered_at: datetime | None
+    price: int
+    charge_status: str
+    created_at: datetime
+    updated_at: datetime
+    finished_at: datetime | None
+
+
+def is_retryable(status: str, error_code: str | None, used: int, budget: int) -> bool:
+    return status == TaskStatus.FAILED and error_code in MANUAL_RETRY and used < budget
+
+
+def to_public(row: asyncpg.Record) -> TaskOut:
+    result = None
+    if row["status"] == TaskStatus.SUCCEEDED and row["result_name"] is not None:
+        result = TaskResult(
+            file_id=row["result_file_id"],
+            name=row["result_name"],
+            size=row["result_size"],
+            sha256=bytes(row["result_sha256"]).hex(),
+        )
+    return TaskOut(
+        id=row["id"],
+        status=row["status"],
+        processor=row["processor"],
+        processor_version=row["processor_version"],
+        params=row["params"],
+        input=TaskInput(file_id=row["input_file_id"], name=row["input_name"], size=row["input_size"]),
+        attempts=Attempts(used=row["attempt_count"], max=row["max_attempts"]),
+        error_code=row["error_code"],
+        cancel_requested=row["cancel_requested_at"] is not None,
+        retryable=is_retryable(row["status"], row["error_code"], row["attempt_count"], row["max_attempts"]),
+        result=result,
+        dead_lettered_at=row["dead_lettered_at"],
+        price=0,
+        charge_status="free",
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+        finished_at=row["finished_at"],
+    )
+
+
+# --- submit ----------------------------------------------------------------------
+
+
+def fingerprint(processor: str, version: int, file_id: UUID, params: NormalizeParams) -> bytes:
+    """Hash of the canonical input and parameters (the captcha token is not part of it)."""
+    canonical = msgspec.json.encode(
+        {"processor": processor, "version": version, "fileId": str(file_id), "params": msgspec.to_builtins(params)},
+        order="sorted",
+    )
+    return hashlib.sha256(canonical).digest()
+
+
+async def lock_input(conn: asyncpg.Connection, owner_id: UUID, file_id: UUID) -> asyncpg.Record:
+    """Lock the input file row (the lock delete takes too) and check it can be a task input."""
+    row = await conn.fetchrow(Q.lock_input_file, file_id, owner_id)
+    if row is None or row["status"] != "ready" or not row["unexpired"]:
+        raise FileNotFound("The input file is not available (deleted, expired or not yours).")
+    if row["content_type"] != TEXT_INPUT_TYPE:
+        raise TaskRejected("text-normalize takes a text/plain file.")
+    return row
+
+
+async def check_active_limit(conn: asyncpg.Connection, owner_id: UUID, max_active: int) -> None:
+    if await conn.fetchval(Q.count_active, owner_id) >= max_active:
+        raise ActiveLimit()
+
+
+async def submit(conn: asyncpg.Connection, settings: Settings, owner_id: UUID,
+                 body: SubmitBody) -> tuple[UUID, bool]:
+    """Create the task (pending) and its pin in the caller's transaction.
+
+    Returns (task id, created). The account row is locked first: submits of one
+    account run one at a time, so neither the request key, the active limit nor
+    the file lock can be raced.
+    """
+    version = current_version(body.processor)
+    digest = fingerprint(body.processor, version, body.file_id, body.params)
+    await conn.execute(FILES.lock_account, owner_id)
+    existing = await conn.fetchrow(Q.task_by_request_key, owner_id, body.request_key)
+    if existing is not None:
+        if bytes(existing["request_fingerprint"]) != digest:
+            raise RequestConflict()
+        return existing["id"], False  # the same request again: never run twice
+    await check_active_limit(conn, owner_id, settings.policy.tasks.max_active)
+    file = await lock_input(conn, owner_id, body.file_id)
+    task_id = uuid.uuid4()
+    await conn.execute(
+        Q.insert_task, task_id, owner_id, body.request_key, digest, body.processor, version,
+        file["id"], file["name"], file["size"], file["sha256"], msgspec.to_builtins(body.params),
+        settings.policy.tasks.max_attempts,
+    )
+    await conn.execute(Q.insert_pin, task_id, file["id"])
+    return task_id, True
+
+
+# --- reads -----------------------------------------------------------------------
+
+
+async def get_task(conn: asyncpg.Connection, owner_id: UUID, task_id: UUID) -> TaskOut:
+    row = await conn.fetchrow(Q.public_task, task_id, owner_id)
+    if row is None:
+        raise TaskNotFound()
+    return to_public(row)
+
+
+async def list_tasks(conn: asyncpg.Connection, owner_id: UUID, after: tuple[datetime, UUID] | None,
+                     limit: int) -> list[TaskOut]:
+    created_at, task_id = after if after else (None, None)
+    return [to_public(row) for row in await conn.fetch(Q.list_tasks, owner_id, created_at, task_id, limit)]
+
+
+# --- cancel and retry ------------------------------------------------------------
+
+
+async def cancel(conn: asyncpg.Connection, owner_id: UUID, task_id: UUID) -> None:
+    """Waiting → canceled now (pin released); running/reconciling → request recorded; terminal → unchanged."""
+    await conn.execute(FILES.lock_account, owner_id)
+    task = await conn.fetchrow(Q.lock_own_task, task_id, owner_id)
+    if task is None:
+        raise TaskNotFound()
+    status = TaskStatus(task["status"])
+    if status in (TaskStatus.PENDING, TaskStatus.QUEUED, TaskStatus.RETRY_WAIT):
+        await conn.execute(Q.cancel_waiting, task_id)
+        await conn.execute(Q.release_pin, task_id)
+    elif status in ACTIVE:
+        await conn.execute(Q.request_cancel, task_id)
+
+
+async def retry(conn: asyncpg.Connection, settings: Settings, owner_id: UUID, task_id: UUID) -> None:
+    """A failed task with an eligible code and budget left goes back to pending, re-pinned.
+
+    Re-checks what submit checked: the active limit, the processor version and
+    the original input (still ready, unexpired and byte-for-byte the same).
+    The attempt budget is never reset.
+    """
+    await conn.execute(FILES.lock_account, owner_id)
+    task = await conn.fetchrow(Q.lock_own_task, task_id, owner_id)
+    if task is None:
+        raise TaskNotFound()
+    if not is_retryable(task["status"], task["error_code"], task["attempt_count"], task["max_attempts"]):
+        raise NotRetryable()
+    if not known(task["processor"], task["processor_version"]):
+        raise NotRetryable("This task's processor version is no longer available. Start a new task.")
+    await check_active_limit(conn, owner_id, settings.policy.tasks.max_active)
+    try:
+        file = await lock_input(conn, owner_id, task["input_file_id"])
+    except (FileNotFound, TaskRejected):
+        raise NotRetryable("The input file is no longer available. Upload it again and start a new task.") from None
+    if bytes(file["sha256"]) != bytes(task["input_sha256"]) or file["size"] != task["input_size"]:
+        raise NotRetryable("The input file changed. Start a new task.")
+    await conn.execute(Q.retry_failed, task_id)
+    await conn.execute(Q.insert_pin, task_id, file["id"])
