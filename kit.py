@@ -24,7 +24,7 @@ STAMP = VENV / ".sitekit-installed"
 
 
 def ensure_venv() -> None:
-    if sys.version_info < (3, 11):
+    if sys.version_info < (3, 11):  # noqa: UP036 - kit.py runs on whatever python3 is there
         sys.exit(f"sitekit needs Python 3.11 or newer (this is {sys.version.split()[0]})")
     wanted = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
     if STAMP.exists() and STAMP.read_text() == wanted and PYTHON.exists():

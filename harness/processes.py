@@ -122,6 +122,20 @@ def wait_ready(url: str, pid: int, log_path: Path, timeout: float = 90.0) -> Non
     raise ProcessError(f"{url} not ready after {timeout:.0f} s; see {log_path}")
 
 
+def wait_logged(log_path: Path, offset: int, text: str, pid: int, timeout: float = 60.0) -> None:
+    """Wait until the process wrote ``text`` to its log after ``offset`` (how a worker says it consumes)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not embedded().pid_alive(pid):
+            raise ProcessError(f"process {pid} exited before it was ready; see {log_path}")
+        with open(log_path, "rb") as log:
+            log.seek(offset)
+            if text.encode() in log.read():
+                return
+        time.sleep(0.1)
+    raise ProcessError(f"process {pid} not ready after {timeout:.0f} s; see {log_path}")
+
+
 def free_port() -> int:
     return embedded().free_port()
 

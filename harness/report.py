@@ -79,6 +79,19 @@ def read_junit(path: Path) -> TestResults:
     return results
 
 
+def read_junits(paths: list[Path]) -> TestResults:
+    total = TestResults()
+    for path in paths:
+        part = read_junit(path)
+        total.passed += part.passed
+        total.failed += part.failed
+        total.errors += part.errors
+        total.skipped += part.skipped
+        total.seconds = round(total.seconds + part.seconds, 1)
+        total.cases += part.cases
+    return total
+
+
 def build(*, ok: bool, started_at: str, provenance: Provenance, services_mode: str, info: RunInfo | None,
           tests: TestResults, teardown: list[str], failure: str | None) -> Report:
     sites = [

@@ -16,6 +16,7 @@ import asyncio
 import importlib.util
 import logging
 import os
+import subprocess
 import sys
 from collections.abc import Mapping
 from functools import cache
@@ -119,7 +120,28 @@ def stop_services_started(records: list[ServiceRecord]) -> None:
 
 def stop_services(services: Services) -> None:
     """Stop the servers this harness started (by pid); external ones are left alone."""
-    stop_services_started([services.postgres, services.broker, services.s3])
+    stop_services_started([services.postgres, services.broker, services.s3, *services.s3_proxies.values()])
+
+
+FAULT_PROXY = KIT_ROOT / "template" / "tests" / "faults.py"
+
+
+def start_fault_proxy(upstream_url: str, folder: Path) -> ServiceRecord:
+    """A TCP proxy in front of ``upstream_url`` that breaks on SIGUSR1 and heals on SIGUSR2."""
+    parts = urlsplit(upstream_url)
+    port_file = folder / "s3-proxy.port"
+    port_file.unlink(missing_ok=True)
+    log_path = folder / "logs" / "s3-proxy.log"
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "ab") as out:
+        process = subprocess.Popen(
+            [sys.executable, str(FAULT_PROXY), "--upstream", f"{parts.hostname}:{parts.port or 80}",
+             "--port-file", str(port_file)],
+            stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+        )
+    embedded().wait_until(port_file.exists, 30.0, "s3 fault proxy", process)
+    url = f"{parts.scheme}://127.0.0.1:{port_file.read_text().strip()}"
+    return ServiceRecord(kind="s3-proxy", url=url, pid=process.pid, log=str(log_path), data_dir=str(folder))
 
 
 def with_database(server_url: str, name: str) -> str:
@@ -214,7 +236,7 @@ def drop_site_resources(services: Services, site: SiteRecord) -> list[str]:
     for what, step in steps:
         try:
             step()
-        except Exception as error:  # noqa: BLE001 - report and carry on tearing down
+        except Exception as error:
             problems.append(f"{what}: {type(error).__name__}")
             log.warning("could not remove %s: %s", what, type(error).__name__)
     return problems

@@ -12,12 +12,13 @@ from pathlib import Path
 import msgspec
 
 from . import processes, services, state
-from .render import site_answers, render_site
+from .render import render_site, site_answers
 from .state import SiteRecord, SitesFile
 
 log = logging.getLogger(__name__)
 
-ROLES = ("web",)
+ROLES = ("web", "worker")
+WORKER_THREADS = 4
 
 
 class SiteTimings(msgspec.Struct):
@@ -48,7 +49,7 @@ def _timed(timings: SiteTimings, field: str, step):
 
 
 def _prepare_site(state_dir: Path, services_: state.Services, index: int, run_id: str,
-                  overrides: dict | None) -> tuple[SiteRecord, dict, SiteTimings]:
+                  overrides: dict | None) -> tuple[SiteRecord, dict, SiteTimings, state.ServiceRecord]:
     timings = SiteTimings()
     port = processes.free_port()
     answers = site_answers(index, run_id, port, overrides)
@@ -57,6 +58,7 @@ def _prepare_site(state_dir: Path, services_: state.Services, index: int, run_id
     site_dir = folder / "site"
     _timed(timings, "render_s", lambda: render_site(answers, site_dir))
     database_url = services.create_site_resources(services_, answers["database_name"], answers["bucket"])
+    proxy = services.start_fault_proxy(services_.s3.url, folder)
     python = _timed(
         timings, "install_s", lambda: processes.install_site(site_dir, folder / "venv", folder / "logs" / "install.log")
     )
@@ -64,7 +66,7 @@ def _prepare_site(state_dir: Path, services_: state.Services, index: int, run_id
         {
             "DATABASE_URL": database_url,
             "BROKER_URL": services_.broker.url,
-            "S3_ENDPOINT_URL": services_.s3.url,
+            "S3_ENDPOINT_URL": proxy.url,
             "S3_ACCESS_KEY_ID": services_.s3.access_key_id,
             "S3_SECRET_ACCESS_KEY": services_.s3.secret_access_key,
             "S3_REGION": services_.s3.region,
@@ -89,26 +91,27 @@ def _prepare_site(state_dir: Path, services_: state.Services, index: int, run_id
         broker_namespace=answers["broker_namespace"],
         task_queue=answers["task_queue"],
         dead_queue=answers["dead_queue"],
-        s3_endpoint_url=services_.s3.url,
+        s3_endpoint_url=proxy.url,
         bucket=answers["bucket"],
         object_prefix=answers["object_prefix"],
         site_dir=str(site_dir),
         venv_python=python,
     )
-    return record, answers, timings
+    return record, answers, timings, proxy
 
 
 def role_command(record: SiteRecord, role: str) -> list[str]:
     port = record.base_url.rsplit(":", 1)[1]
-    return {"web": ["serve", "--port", port]}[role]
+    return {"web": ["serve", "--port", port], "worker": ["worker", "--threads", str(WORKER_THREADS)]}[role]
 
 
 def start_roles(state_dir: Path, record: SiteRecord, roles: tuple[str, ...] = ROLES) -> None:
-    """Start the site's processes (pids recorded on ``record``) and wait for the web to be ready."""
+    """Start the site's processes (pids recorded on ``record``) and wait until each is ready."""
     env = state.load_site_env(state_dir, record.slug)
     logs = state.site_folder(state_dir, record.slug) / "logs"
     for role in roles:
         log_path = logs / f"{role}.log"
+        offset = log_path.stat().st_size if log_path.exists() else 0
         pid = processes.start_site_process(
             record.venv_python, record.slug, role_command(record, role), env, record.site_dir, log_path
         )
@@ -116,6 +119,8 @@ def start_roles(state_dir: Path, record: SiteRecord, roles: tuple[str, ...] = RO
         record.logs[role] = str(log_path)
         if role == "web":
             processes.wait_ready(f"{record.base_url}/readyz", pid, log_path)
+        else:
+            processes.wait_logged(log_path, offset, "worker consuming", pid)
 
 
 def stop_roles(record: SiteRecord, roles: tuple[str, ...] = ROLES, kill: bool = False) -> None:
@@ -139,13 +144,17 @@ def up(state_dir: Path, count: int, overrides: dict | None = None) -> SitesFile:
     info = RunInfo(run_id=run_id, answers={}, timings={})
     with ThreadPoolExecutor(max_workers=min(count, 4)) as pool:
         futures = [pool.submit(_prepare_site, state_dir, provisioned, i, run_id, overrides) for i in range(count)]
-        prepared = [future.result() for future in futures]
-    for record, answers, timings in prepared:
+        outcomes = [future.exception() or future.result() for future in futures]
+    prepared = [o for o in outcomes if not isinstance(o, BaseException)]
+    for record, answers, timings, proxy in prepared:
+        provisioned.s3_proxies[record.slug] = proxy
         sites.sites.append(record)
         info.answers[record.slug] = answers
         info.timings[record.slug] = timings
-        state.save(state_dir, sites)
-    for record, _, timings in prepared:
+    state.save(state_dir, sites)  # what was made is recorded, so `down` removes it
+    if failed := [o for o in outcomes if isinstance(o, BaseException)]:
+        raise failed[0]
+    for record, _, timings, _ in prepared:
         _timed(timings, "start_s", lambda record=record: start_roles(state_dir, record))
         state.save(state_dir, sites)
     (state_dir / "run.json").write_bytes(msgspec.json.format(msgspec.json.encode(info), indent=2))

@@ -60,6 +60,8 @@ class Services(msgspec.Struct):
     postgres: ServiceRecord
     broker: ServiceRecord
     s3: S3Record
+    # Per site: the fault proxy the site reaches S3 through (site_tests break and heal it).
+    s3_proxies: dict[str, ServiceRecord] = msgspec.field(default_factory=dict)
 
 
 class SitesFile(msgspec.Struct):

@@ -30,6 +30,24 @@ def _load() -> SitesFile:
 RUN = _load()
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "disruptive: stops, restarts or breaks a site's processes or storage; the harness runs these "
+        "after the others, one at a time per site",
+    )
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # Disruptive scenarios of one site must not overlap: with --dist loadgroup
+    # each site's group runs on one worker, sites in parallel.
+    for item in items:
+        if item.get_closest_marker("disruptive") and hasattr(item, "callspec"):
+            site = item.callspec.params.get("site")
+            if site is not None:
+                item.add_marker(pytest.mark.xdist_group(site.slug))
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "site" in metafunc.fixturenames:
         metafunc.parametrize("site", RUN.sites, ids=[s.slug for s in RUN.sites])

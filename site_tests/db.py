@@ -35,3 +35,8 @@ def execute(site: SiteRecord, sql: str, *args: Any) -> str:
             await conn.close()
 
     return asyncio.run(run())
+
+
+def fetchrow(site: SiteRecord, sql: str, *args: Any) -> asyncpg.Record | None:
+    rows = fetch(site, sql, *args)
+    return rows[0] if rows else None

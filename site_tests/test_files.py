@@ -14,7 +14,7 @@ from .client import SiteClient, error_code, policy
 
 
 def test_upload_list_preview_download_delete(user: SiteClient, site: SiteRecord, run: SitesFile) -> None:
-    data = "line one\r\nline two\ttab\n".encode() + "naïve".encode()
+    data = b"line one\r\nline two\ttab\n" + "naïve".encode()
     stored = user.upload(data, name="résumé notes.txt")
     assert stored["size"] == len(data) and stored["sha256"] == hashlib.sha256(data).hexdigest()
 

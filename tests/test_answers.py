@@ -51,7 +51,7 @@ BAD = [
 
 @pytest.mark.parametrize(("answers", "message"), BAD, ids=[str(a) for a, _ in BAD])
 def test_bad_answer_is_refused_with_a_message(tmp_path: Path, answers: dict, message: str) -> None:
-    with pytest.raises(ValueError, match="Validation error|Invalid choice|is not a valid") as caught:
+    with pytest.raises(ValueError, match=r"Validation error|Invalid choice|is not a valid") as caught:
         render(tmp_path, **{"slug": "okay", **answers})
     assert message in str(caught.value)
     assert not (tmp_path / answers.get("slug", "okay") / "site.toml").exists()

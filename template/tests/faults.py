@@ -8,12 +8,15 @@ Run standalone (the sitekit harness does, one per site, in front of S3):
 
     python faults.py --upstream 127.0.0.1:9000 --port-file PATH
 
-It prints nothing, writes its port to PATH, breaks on SIGUSR1 and heals on SIGUSR2.
+It writes its port to PATH, breaks on SIGUSR1 and heals on SIGUSR2, and after
+each change writes ``broken`` or ``healthy`` to PATH.state (so a controller
+knows the fault is in place before it goes on).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import signal
 import socket
 import threading
@@ -95,10 +98,8 @@ class FaultProxy:
 
 
 def _close(sock: socket.socket) -> None:
-    try:
+    with contextlib.suppress(OSError):
         sock.shutdown(socket.SHUT_RDWR)
-    except OSError:
-        pass
     sock.close()
 
 
@@ -109,8 +110,24 @@ def main() -> None:
     args = parser.parse_args()
     host, port = args.upstream.rsplit(":", 1)
     proxy = FaultProxy((host, int(port))).start()
-    signal.signal(signal.SIGUSR1, lambda *_: proxy.break_())
-    signal.signal(signal.SIGUSR2, lambda *_: proxy.heal())
+    state_file = Path(args.port_file + ".state")
+
+    def report(state: str) -> None:
+        tmp = state_file.with_suffix(".tmp")
+        tmp.write_text(state)
+        tmp.replace(state_file)
+
+    def on_break(*_: object) -> None:
+        proxy.break_()
+        report("broken")
+
+    def on_heal(*_: object) -> None:
+        proxy.heal()
+        report("healthy")
+
+    report("healthy")
+    signal.signal(signal.SIGUSR1, on_break)
+    signal.signal(signal.SIGUSR2, on_heal)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     tmp = Path(args.port_file + ".tmp")

@@ -1,4 +1,4 @@
-"""Command line: ``python -m <site> migrate | serve | dev | worker | maintain | create-user``.
+"""Command line: ``python -m <site> migrate | serve | dev | worker | maintain | tasks inspect | create-user``.
 
 Every command reads the same settings (site.toml + environment). Expected
 failures (bad settings, a refused migration, a bad argument) print one line
@@ -122,6 +122,31 @@ def cmd_maintain(settings: Settings, args: argparse.Namespace) -> int:
     return asyncio.run(run())
 
 
+def cmd_tasks_inspect(settings: Settings, args: argparse.Namespace) -> int:
+    from uuid import UUID
+
+    from .db.pool import connect
+    from .tasks.inspect import inspect_task
+
+    try:
+        task_id = UUID(args.task_id)
+    except ValueError:
+        raise CommandError(f"{args.task_id!r} is not a task id") from None
+
+    async def run() -> str | None:
+        conn = await connect(settings.require_database_url())
+        try:
+            return await inspect_task(conn, task_id)
+        finally:
+            await conn.close()
+
+    text = asyncio.run(run())
+    if text is None:
+        raise CommandError(f"no task {task_id}")
+    print(text)
+    return 0
+
+
 def cmd_dev(settings: Settings, args: argparse.Namespace) -> int:
     from .dev import run_dev
 
@@ -157,6 +182,12 @@ def build_parser() -> argparse.ArgumentParser:
     maintain = add("maintain", cmd_maintain, "run the maintenance sweeps once, or every N seconds with --loop")
     maintain.add_argument("--loop", type=float, default=None, metavar="SECONDS")
 
+    tasks = commands.add_parser("tasks", help="operator commands for tasks")
+    task_commands = tasks.add_subparsers(dest="tasks_command", required=True, metavar="TASKS_COMMAND")
+    inspect = task_commands.add_parser("inspect", help="print a task's state, attempts and dead letters")
+    inspect.add_argument("task_id")
+    inspect.set_defaults(handler=cmd_tasks_inspect)
+
     user = add("create-user", cmd_create_user, "create a personal account")
     user.add_argument("email")
     user.add_argument("--password-stdin", action="store_true", help="read the password from stdin")
@@ -174,3 +205,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    except Exception as error:
+        # Provider and driver messages can carry internals: one line with the type, the rest with -v.
+        if args.verbose:
+            raise
+        hint = " (is the database reachable?)" if isinstance(error, OSError) else ""
+        print(f"{PACKAGE}: {args.command} failed: {type(error).__name__}{hint}; run with -v for details",
+              file=sys.stderr)
+        return 1

@@ -7,6 +7,7 @@ one-shot): every step takes its rows with SKIP LOCKED or is idempotent.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 
@@ -59,7 +60,7 @@ async def run_once(runtime: Runtime, batch: int = BATCH) -> dict[str, int]:
             continue
         try:
             done[name] = await step(runtime, batch)
-        except Exception as error:  # noqa: BLE001 - the next run retries; the reason is logged
+        except Exception as error:
             log.warning("maintenance step %r failed: %s", name, type(error).__name__)
             done[name] = -1
     return done
@@ -70,7 +71,5 @@ async def run_loop(runtime: Runtime, seconds: float, stop: asyncio.Event, batch:
         summary = await run_once(runtime, batch)
         if any(count for count in summary.values()):
             log.info("maintenance: %s", ", ".join(f"{k}={v}" for k, v in summary.items() if v))
-        try:
+        with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), timeout=seconds)
-        except TimeoutError:
-            pass

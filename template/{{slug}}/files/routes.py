@@ -94,7 +94,8 @@ class FilesController(Controller):
     tags = ["files"]
 
     @get("/")
-    async def list_files(self, account: CurrentAccount, runtime: SiteRuntime, cursor: FromQuery[str | None] = None) -> FilePage:
+    async def list_files(self, account: CurrentAccount, runtime: SiteRuntime,
+                         cursor: FromQuery[str | None] = None) -> FilePage:
         """Ready, unexpired files of the signed-in account, newest first, 20 a page."""
         after = decode_cursor(cursor)
         async with runtime.pool.acquire() as conn:

@@ -43,6 +43,6 @@ async def open_storage(settings: Settings, stack: AsyncExitStack):
 async def storage_reachable(client, bucket: str) -> bool:
     try:
         await client.head_bucket(Bucket=bucket)
-    except Exception:  # noqa: BLE001 - readiness only says yes or no
+    except Exception:
         return False
     return True

@@ -38,7 +38,7 @@ async def send(runtime: Runtime, task_id: UUID, dispatch_version: int) -> None:
 async def _send_and_mark(runtime: Runtime, task_id: UUID, dispatch_version: int, token: UUID) -> bool:
     try:
         await send(runtime, task_id, dispatch_version)
-    except Exception as error:  # noqa: BLE001 - any send failure leaves the task for maintenance
+    except Exception as error:
         log.warning("task %s: send failed (%s); maintenance re-sends it", task_id, type(error).__name__)
         return False
     await runtime.pool.execute(Q.mark_queued, task_id, token)

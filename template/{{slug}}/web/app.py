@@ -6,15 +6,15 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from litestar import Litestar
-from litestar.plugins.jinja import JinjaTemplateEngine
 from litestar.openapi import OpenAPIConfig
+from litestar.plugins.jinja import JinjaTemplateEngine
 from litestar.template import TemplateConfig
 
 from ..auth.routes import AuthController, me
 from ..files.routes import FilesController, upload_route
-from ..tasks.routes import TasksController
 from ..runtime import open_runtime
 from ..settings import Settings
+from ..tasks.routes import TasksController
 from .dependencies import DEPENDENCIES
 from .errors import EXCEPTION_HANDLERS
 from .health import healthz, readyz

@@ -13,7 +13,6 @@ from ..ratelimits.counters import take
 from ..runtime import Runtime
 from ..settings import Settings
 
-
 # Handler parameters are injected by name; these aliases mark them as dependencies.
 DbPool = NamedDependency[asyncpg.Pool]
 SiteSettings = NamedDependency[Settings]

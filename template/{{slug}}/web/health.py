@@ -10,9 +10,9 @@ from litestar import Response, get
 from litestar.status_codes import HTTP_200_OK, HTTP_503_SERVICE_UNAVAILABLE
 
 from ..runtime import Runtime
-from .dependencies import SiteRuntime
 from ..services.broker import broker_reachable
 from ..services.storage import storage_reachable
+from .dependencies import SiteRuntime
 
 Check = Literal["ok", "down", "absent"]
 
@@ -38,7 +38,7 @@ async def _database_ok(runtime: Runtime) -> bool:
     try:
         async with asyncio.timeout(5):
             return await runtime.pool.fetchval("SELECT 1") == 1
-    except Exception:  # noqa: BLE001 - readiness only says yes or no
+    except Exception:
         return False
 
 

@@ -9,6 +9,7 @@ from litestar.middleware import ASGIMiddleware
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..errors import OriginMismatch
+
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
