@@ -101,8 +101,9 @@ def test_restart_keeps_results_and_runs_new_tasks(user: SiteClient, site: SiteRe
     control.stop(state_dir, site.slug)
     control.start(state_dir, site.slug)
     # Same database, broker and bucket; the session survives too (it lives in the database).
-    again = user.get(f"/api/tasks/{before['id']}").json()
-    assert again["status"] == "succeeded"
+    again = user.get(f"/api/tasks/{before['id']}")
+    assert again.status_code == 200, f"after the restart: {again.text}"
+    assert again.json()["status"] == "succeeded"
     assert user.get(f"/api/files/{before['result']['fileId']}/content").content == b"before\nrestart"
     after = wait_task(user, user.post("/api/tasks", json=body(file["id"], trim=True)).json()["id"], {"succeeded"})
     assert user.get(f"/api/files/{after['result']['fileId']}/content").content == b"before\nrestart"
