@@ -15,6 +15,8 @@ NAMES = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel
 
 # Policies differ per site on purpose: a site that obeyed another site's policy would show.
 MAX_ACTIVE = [5, 4, 6, 3]
+# Every second site charges for tasks, so the priced path runs end to end too.
+TASK_PRICE = [0, 2, 0, 3]
 
 
 class Provenance(msgspec.Struct):
@@ -46,6 +48,8 @@ def site_answers(index: int, run_id: str, port: int, overrides: dict | None = No
         "bucket": f"{slug}-{run_id}-files",
         "object_prefix": f"{slug}-objects",
         "max_active": MAX_ACTIVE[index % len(MAX_ACTIVE)],
+        "charges_enabled": TASK_PRICE[index % len(TASK_PRICE)] > 0,
+        "task_price": TASK_PRICE[index % len(TASK_PRICE)],
         # The harness's scenarios submit and poll far more than one person does;
         # the rate-limit scenario reaches the limit by advancing the counter itself.
         "writes_per_minute": 2000,

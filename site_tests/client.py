@@ -11,6 +11,7 @@ import httpx
 from harness.state import SiteRecord
 
 PASSWORD = "site tests password 1"
+STARTING_CREDITS = 1000
 
 
 class SiteClient(httpx.Client):
@@ -28,10 +29,21 @@ class SiteClient(httpx.Client):
         self.account: dict | None = None
 
     def register(self, email: str | None = None, password: str = PASSWORD) -> dict:
+        """A fresh account; on a site that charges for tasks it starts with credits to spend."""
         email = email or f"{self.site.slug}-{secrets.token_hex(5)}@example.com"
         response = self.post("/api/auth/register", json={"email": email, "password": password})
         assert response.status_code == 201, response.text
         self.account = response.json()
+        if policy(self.site)["charges"]["enabled"]:
+            from . import db
+
+            # As an operator's grant would (the grant-credits command itself is exercised in test_charges).
+            db.execute(
+                self.site,
+                "WITH funded AS (INSERT INTO credit_account (account_id, balance) VALUES ($1, $2)) "
+                "INSERT INTO credit_ledger (account_id, kind, amount, reason) VALUES ($1, 'grant', $2, 'site_tests')",
+                self.account["id"], STARTING_CREDITS,
+            )
         return self.account
 
     def upload_raw(self, data: bytes, name: str = "notes.txt", content_type: str = "text/plain") -> httpx.Response:

@@ -17,7 +17,7 @@ import pytest
 from harness import state
 from harness.state import SiteRecord, SitesFile
 
-from .client import SiteClient
+from .client import SiteClient, policy
 
 
 def _load() -> SitesFile:
@@ -51,6 +51,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "site" in metafunc.fixturenames:
         metafunc.parametrize("site", RUN.sites, ids=[s.slug for s in RUN.sites])
+    if "priced_site" in metafunc.fixturenames:
+        priced = [s for s in RUN.sites if policy(s)["charges"]["enabled"]]
+        metafunc.parametrize("priced_site", priced, ids=[s.slug for s in priced])
     if "pair" in metafunc.fixturenames:
         pairs = list(itertools.permutations(RUN.sites, 2))
         metafunc.parametrize("pair", pairs, ids=[f"{a.slug}-{b.slug}" for a, b in pairs])

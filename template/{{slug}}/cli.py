@@ -1,4 +1,5 @@
-"""Command line: ``python -m <site> migrate | serve | dev | worker | maintain | tasks inspect | create-user``.
+"""Command line: ``python -m <site> migrate | serve | dev | worker | maintain | tasks inspect | create-user
+| grant-credits``.
 
 Every command reads the same settings (site.toml + environment). Expected
 failures (bad settings, a refused migration, a bad argument) print one line
@@ -147,6 +148,43 @@ def cmd_tasks_inspect(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_grant_credits(settings: Settings, args: argparse.Namespace) -> int:
+    from .auth.accounts import normalise_email
+    from .auth.sessions import Q as AUTH
+    from .charges.ledger import grant
+    from .db.pool import create_pool, transaction
+    from .errors import SiteError
+    from .files.store import Q as FILES
+
+    if not 1 <= args.amount <= 1_000_000_000:
+        raise CommandError("AMOUNT must be a whole number from 1 to 1000000000")
+    reason = args.reason.strip()
+    if not 1 <= len(reason) <= 200:
+        raise CommandError("--reason must be 1 to 200 characters")
+    try:
+        email = normalise_email(args.email)
+    except SiteError as error:
+        raise CommandError(error.message) from None
+
+    async def run() -> int | None:
+        pool = await create_pool(settings.require_database_url(), max_size=1)
+        try:
+            async with transaction(pool) as conn:
+                account = await conn.fetchrow(AUTH.account_by_email, email)
+                if account is None:
+                    return None
+                await conn.execute(FILES.lock_account, account["id"])
+                return await grant(conn, account["id"], args.amount, reason)
+        finally:
+            await pool.close()
+
+    balance = asyncio.run(run())
+    if balance is None:
+        raise CommandError(f"no account {email}")
+    print(f"granted {args.amount} credits to {email}; balance {balance}")
+    return 0
+
+
 def cmd_dev(settings: Settings, args: argparse.Namespace) -> int:
     from .dev import run_dev
 
@@ -187,6 +225,11 @@ def build_parser() -> argparse.ArgumentParser:
     inspect = task_commands.add_parser("inspect", help="print a task's state, attempts and dead letters")
     inspect.add_argument("task_id")
     inspect.set_defaults(handler=cmd_tasks_inspect)
+
+    grant = add("grant-credits", cmd_grant_credits, "add credits to an account (operators)")
+    grant.add_argument("email")
+    grant.add_argument("amount", type=int, metavar="AMOUNT")
+    grant.add_argument("--reason", required=True, help="recorded in the ledger and shown to the owner")
 
     user = add("create-user", cmd_create_user, "create a personal account")
     user.add_argument("email")

@@ -42,6 +42,7 @@ async def _resend_due(runtime: Runtime, batch: int) -> int:
 # (name, step, needs object storage) in the order of SPEC §6.6
 STEPS: list[tuple[str, Step, bool]] = [
     ("recover expired leases", lifecycle.recover_expired_leases, False),
+    ("refund unretryable holds", lifecycle.refund_unretryable, False),
     ("purge unpublished results", _purge_unpublished_results, True),
     ("expire files", cleanup.expire_files, False),
     ("purge deleting files", cleanup.purge_deleting, True),

@@ -73,9 +73,13 @@ class TasksPolicy(Struct, forbid_unknown_fields=True, frozen=True):
     reads_per_minute: Positive = 120
 
 
+PriceKey = Annotated[str, Meta(pattern=r"^[a-z][a-z0-9-]{0,62}@[1-9][0-9]{0,5}$")]
+
+
 class ChargesPolicy(Struct, forbid_unknown_fields=True, frozen=True):
     enabled: bool = False
-    prices: dict[str, Annotated[int, Meta(ge=0)]] = msgspec.field(
+    # credits per task of "<processor>@<version>"; absent or 0 = free
+    prices: dict[PriceKey, Annotated[int, Meta(ge=0, le=1_000_000_000)]] = msgspec.field(
         default_factory=lambda: {"text-normalize@1": 0}
     )
 

@@ -4,7 +4,8 @@ One transaction locks the task, stores one receipt per (queue, message id)
 and applies the transition; the message is acknowledged only after it
 commits. Classes:
 
-``applied``   the task was still waiting for this delivery → failed / DELIVERY_EXHAUSTED, pin released
+``applied``   the task was still waiting for this delivery → failed / DELIVERY_EXHAUSTED, pin released,
+              hold refunded (a retry holds the price again)
 ``deferred``  the task is running: its lease stands, a real result may still publish
 ``stale``     an older dispatch version, or a task already past waiting
 ``missing``   a well-formed task id with no task (the id is not stored)
@@ -23,6 +24,7 @@ from typing import Any
 
 import msgspec
 
+from ..charges import ledger
 from ..db.pool import transaction
 from ..files.store import Q as FILES
 from ..runtime import Runtime
@@ -74,6 +76,7 @@ async def receive(runtime: Runtime, message: dict[str, Any]) -> str:
         if classification == "applied":
             await conn.execute(Q.dead_letter_waiting, task_id, version)
             await conn.execute(Q.release_pin, task_id)
+            await ledger.refund(conn, task_id)
         elif classification == "deferred":
             await conn.execute(Q.mark_dead_lettered, task_id)
     log.warning("dead letter %s/%s: %s", queue, message_id, classification)

@@ -14,13 +14,14 @@ from uuid import UUID
 import asyncpg
 import msgspec
 
+from ..charges import ledger
 from ..db.pool import transaction
 from ..files.store import Q as FILES
 from ..runtime import Runtime
 from . import delivery
 from .errors import LeaseLost
 from .processors import known
-from .states import AUTO_RETRY, EXECUTION_LEASE_SECONDS, ErrorCode, TaskStatus, retry_delay_seconds
+from .states import AUTO_RETRY, EXECUTION_LEASE_SECONDS, MANUAL_RETRY, ErrorCode, TaskStatus, retry_delay_seconds
 
 Q = delivery.Q
 log = logging.getLogger(__name__)
@@ -75,6 +76,7 @@ async def lock_lease(conn: asyncpg.Connection, held: Claim) -> asyncpg.Record:
 
 
 async def settle_canceled(conn: asyncpg.Connection, task_id: UUID, lease_version: int) -> None:
+    await ledger.refund(conn, task_id)
     await conn.execute(Q.settle_canceled, task_id, lease_version)
     await conn.execute(Q.end_attempt, task_id, lease_version, "canceled", None)
     await conn.execute(Q.release_pin, task_id)
@@ -96,10 +98,20 @@ async def settle_failure(runtime: Runtime, held: Claim, code: ErrorCode) -> Task
                                retry_delay_seconds(row["attempt_count"]))
             await conn.execute(Q.end_attempt, held.task_id, held.lease_version, "retry", code.value)
             return TaskStatus.RETRY_WAIT
-        await conn.execute(Q.settle_failed, held.task_id, held.lease_version, code.value)
-        await conn.execute(Q.end_attempt, held.task_id, held.lease_version, "failed", code.value)
-        await conn.execute(Q.release_pin, held.task_id)
+        await settle_failed(conn, held.task_id, held.lease_version, code,
+                            retryable=code in MANUAL_RETRY and row["attempt_count"] < row["max_attempts"])
         return TaskStatus.FAILED
+
+
+async def settle_failed(conn: asyncpg.Connection, task_id: UUID, lease_version: int, code: ErrorCode,
+                        retryable: bool) -> None:
+    """Fail the current attempt. A failure the owner may retry keeps its hold (they may abandon it
+    to get it back); any other failure refunds at once."""
+    if not retryable:
+        await ledger.refund(conn, task_id)
+    await conn.execute(Q.settle_failed, task_id, lease_version, code.value)
+    await conn.execute(Q.end_attempt, task_id, lease_version, "failed", code.value)
+    await conn.execute(Q.release_pin, task_id)
 
 
 async def recover_expired_leases(runtime: Runtime, batch: int) -> int:
@@ -130,10 +142,22 @@ async def recover_expired_leases(runtime: Runtime, batch: int) -> int:
                 await conn.execute(Q.end_attempt, task_id, version, "lease_expired", ErrorCode.LEASE_EXPIRED.value)
                 redeliver.append(task_id)
             else:
-                await conn.execute(Q.settle_failed, task_id, version, ErrorCode.LEASE_EXPIRED.value)
                 await conn.execute(Q.end_attempt, task_id, version, "lease_expired", ErrorCode.LEASE_EXPIRED.value)
-                await conn.execute(Q.release_pin, task_id)
+                await settle_failed(conn, task_id, version, ErrorCode.LEASE_EXPIRED, retryable=False)
         recovered += 1
     for task_id in redeliver:
         await delivery.dispatch(runtime, task_id)
     return recovered
+
+
+async def refund_unretryable(runtime: Runtime, batch: int) -> int:
+    """Maintenance: failed tasks that still hold credits although their input is gone or changed
+    (so they can never be retried) get their hold back."""
+    refunded = 0
+    for candidate in await runtime.pool.fetch(ledger.Q.failed_held_with_bad_input, batch):
+        async with transaction(runtime.pool) as conn:
+            await conn.execute(FILES.lock_account, candidate["owner_id"])
+            if await conn.fetchval(Q.lock_failed_held, candidate["id"]) is None:
+                continue
+            refunded += await ledger.refund(conn, candidate["id"])
+    return refunded

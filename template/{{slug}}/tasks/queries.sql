@@ -21,8 +21,10 @@ FOR UPDATE;
 
 -- name: insert_task
 INSERT INTO task (id, owner_id, request_key, request_fingerprint, processor, processor_version,
-                  input_file_id, input_name, input_size, input_sha256, params, max_attempts)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12);
+                  input_file_id, input_name, input_size, input_sha256, params, max_attempts,
+                  price, charge_status, charge_round)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13,
+        CASE WHEN $13 > 0 THEN 'held' ELSE 'free' END, CASE WHEN $13 > 0 THEN 1 ELSE 0 END);
 
 -- name: insert_pin
 INSERT INTO task_input_pin (task_id, file_id) VALUES ($1, $2);
@@ -36,7 +38,7 @@ DELETE FROM task_input_pin WHERE task_id = $1;
 SELECT t.id, t.status, t.processor, t.processor_version, t.params, t.input_file_id, t.input_name,
        t.input_size, t.attempt_count, t.max_attempts, t.error_code, t.cancel_requested_at,
        t.result_file_id, r.name AS result_name, r.size AS result_size, r.sha256 AS result_sha256,
-       t.dead_lettered_at, t.created_at, t.updated_at, t.finished_at
+       t.dead_lettered_at, t.price, t.charge_status, t.created_at, t.updated_at, t.finished_at
 FROM task t
 LEFT JOIN file r ON r.id = t.result_file_id
 WHERE t.id = $1 AND t.owner_id = $2;
@@ -45,7 +47,7 @@ WHERE t.id = $1 AND t.owner_id = $2;
 SELECT t.id, t.status, t.processor, t.processor_version, t.params, t.input_file_id, t.input_name,
        t.input_size, t.attempt_count, t.max_attempts, t.error_code, t.cancel_requested_at,
        t.result_file_id, r.name AS result_name, r.size AS result_size, r.sha256 AS result_sha256,
-       t.dead_lettered_at, t.created_at, t.updated_at, t.finished_at
+       t.dead_lettered_at, t.price, t.charge_status, t.created_at, t.updated_at, t.finished_at
 FROM task t
 LEFT JOIN file r ON r.id = t.result_file_id
 WHERE t.owner_id = $1
@@ -57,7 +59,7 @@ LIMIT $4;
 
 -- name: lock_own_task
 SELECT id, status, attempt_count, max_attempts, error_code, processor, processor_version,
-       input_file_id, input_size, input_sha256
+       input_file_id, input_size, input_sha256, charge_status
 FROM task
 WHERE id = $1 AND owner_id = $2
 FOR UPDATE;
@@ -257,13 +259,16 @@ WHERE id = $1 AND status IN ('pending', 'queued') AND dispatch_version = $2;
 -- name: mark_dead_lettered
 UPDATE task SET dead_lettered_at = now(), updated_at = now() WHERE id = $1;
 
+-- name: lock_failed_held
+SELECT id FROM task WHERE id = $1 AND status = 'failed' AND charge_status = 'held' FOR UPDATE SKIP LOCKED;
+
 -- ---------------------------------------------------------------- operators (inspect.py)
 
 -- name: inspect_task
 SELECT id, owner_id, status, processor, processor_version, attempt_count, max_attempts, lease_version,
        lease_expires_at, dispatch_version, delivery_lease_expires_at, queued_at, next_attempt_at,
        cancel_requested_at, error_code, input_file_id, input_size, result_file_id, dead_lettered_at,
-       created_at, updated_at, finished_at,
+       price, charge_status, charge_round, created_at, updated_at, finished_at,
        EXISTS (SELECT 1 FROM task_input_pin p WHERE p.task_id = task.id) AS pinned
 FROM task WHERE id = $1;
 

@@ -15,6 +15,7 @@ import uuid
 from dataclasses import dataclass
 from uuid import UUID
 
+from ..charges import ledger
 from ..db.pool import transaction
 from ..files import store as files
 from ..files.errors import QuotaExceeded, StorageUnavailable
@@ -77,6 +78,7 @@ async def publish(runtime: Runtime, held: Claim, reserved: Reserved, output: byt
             return TaskStatus.CANCELED
         if await conn.fetchval(Q.publish_result_file, reserved.file_id, held.owner_id, digest) is None:
             raise LeaseLost()
+        await ledger.capture(conn, held.task_id)
         await conn.execute(Q.settle_succeeded, held.task_id, held.lease_version, reserved.file_id)
         await conn.execute(Q.end_attempt, held.task_id, held.lease_version, "succeeded", None)
         await conn.execute(Q.release_pin, held.task_id)

@@ -16,6 +16,7 @@ import asyncpg
 import msgspec
 from msgspec import Meta
 
+from ..charges import ledger
 from ..db.queries import Queries
 from ..files.errors import FileNotFound
 from ..files.store import Q as FILES
@@ -115,8 +116,8 @@ def to_public(row: asyncpg.Record) -> TaskOut:
         retryable=is_retryable(row["status"], row["error_code"], row["attempt_count"], row["max_attempts"]),
         result=result,
         dead_lettered_at=row["dead_lettered_at"],
-        price=0,
-        charge_status="free",
+        price=row["price"],
+        charge_status=row["charge_status"],
         created_at=row["created_at"],
         updated_at=row["updated_at"],
         finished_at=row["finished_at"],
@@ -169,12 +170,15 @@ async def submit(conn: asyncpg.Connection, settings: Settings, owner_id: UUID,
     await check_active_limit(conn, owner_id, settings.policy.tasks.max_active)
     file = await lock_input(conn, owner_id, body.file_id)
     task_id = uuid.uuid4()
+    price = ledger.quote(settings, body.processor, version)
     await conn.execute(
         Q.insert_task, task_id, owner_id, body.request_key, digest, body.processor, version,
         file["id"], file["name"], file["size"], file["sha256"], msgspec.to_builtins(body.params),
-        settings.policy.tasks.max_attempts,
+        settings.policy.tasks.max_attempts, price,
     )
     await conn.execute(Q.insert_pin, task_id, file["id"])
+    if price:
+        await ledger.place_hold(conn, owner_id, task_id, price, charge_round=1)
     return task_id, True
 
 
@@ -198,17 +202,24 @@ async def list_tasks(conn: asyncpg.Connection, owner_id: UUID, after: tuple[date
 
 
 async def cancel(conn: asyncpg.Connection, owner_id: UUID, task_id: UUID) -> None:
-    """Waiting → canceled now (pin released); running/reconciling → request recorded; terminal → unchanged."""
+    """Waiting → canceled now (pin released, hold refunded); running/reconciling → request recorded.
+
+    Terminal tasks are unchanged — except that a failed task still holding
+    credits (a retryable failure) is abandoned: its hold is refunded.
+    """
     await conn.execute(FILES.lock_account, owner_id)
     task = await conn.fetchrow(Q.lock_own_task, task_id, owner_id)
     if task is None:
         raise TaskNotFound()
     status = TaskStatus(task["status"])
     if status in (TaskStatus.PENDING, TaskStatus.QUEUED, TaskStatus.RETRY_WAIT):
+        await ledger.refund(conn, task_id)
         await conn.execute(Q.cancel_waiting, task_id)
         await conn.execute(Q.release_pin, task_id)
     elif status in ACTIVE:
         await conn.execute(Q.request_cancel, task_id)
+    elif status == TaskStatus.FAILED:
+        await ledger.refund(conn, task_id)
 
 
 async def retry(conn: asyncpg.Connection, settings: Settings, owner_id: UUID, task_id: UUID) -> None:
@@ -235,3 +246,4 @@ async def retry(conn: asyncpg.Connection, settings: Settings, owner_id: UUID, ta
         raise NotRetryable("The input file changed. Start a new task.")
     await conn.execute(Q.retry_failed, task_id)
     await conn.execute(Q.insert_pin, task_id, file["id"])
+    await ledger.hold_again(conn, task_id)

@@ -11,6 +11,7 @@ from litestar.plugins.jinja import JinjaTemplateEngine
 from litestar.template import TemplateConfig
 
 from ..auth.routes import AuthController, me
+from ..charges.routes import get_credits
 from ..files.routes import FilesController, upload_route
 from ..runtime import open_runtime
 from ..settings import Settings
@@ -42,6 +43,7 @@ def create_app(settings: Settings) -> Litestar:
             FilesController,
             upload_route(settings.policy.files.max_file_bytes),
             TasksController,
+            get_credits,
             healthz,
             readyz,
             index,
