@@ -11,6 +11,7 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 
+from .auth.sessions import Q as AUTH
 from .files import cleanup, store
 from .ratelimits.counters import purge_old_windows
 from .runtime import Runtime
@@ -24,7 +25,10 @@ Step = Callable[[Runtime, int], Awaitable[int]]
 
 
 async def _purge_counters(runtime: Runtime, batch: int) -> int:
-    return await purge_old_windows(runtime.pool, batch * 50)
+    """Rate-limit and login-throttle windows that no longer count."""
+    removed = await purge_old_windows(runtime.pool, batch * 50)
+    status = await runtime.pool.execute(AUTH.purge_throttle)
+    return removed + int(status.split()[-1])
 
 
 async def _purge_unpublished_results(runtime: Runtime, batch: int) -> int:

@@ -96,10 +96,19 @@ class CaptchaPolicy(Struct, forbid_unknown_fields=True, frozen=True):
             raise ValueError("site_key is required when provider is turnstile")
 
 
+class AuthPolicy(Struct, forbid_unknown_fields=True, frozen=True):
+    session_days: Annotated[int, Meta(ge=1, le=365)] = 30
+    idle_hours: Annotated[int, Meta(ge=1, le=8760)] = 72
+    # login attempts (and password checks) per 15 minutes
+    login_attempts_per_account: Annotated[int, Meta(ge=1, le=10_000)] = 10
+    login_attempts_per_address: Annotated[int, Meta(ge=1, le=100_000)] = 50
+
+
 class Policy(Struct, forbid_unknown_fields=True, frozen=True):
     """The contents of site.toml."""
 
     site: SiteIdentity
+    auth: AuthPolicy = AuthPolicy()
     files: FilesPolicy = FilesPolicy()
     tasks: TasksPolicy = TasksPolicy()
     charges: ChargesPolicy = ChargesPolicy()
@@ -123,6 +132,8 @@ class Environment(Struct, forbid_unknown_fields=True, frozen=True):
     s3_secret_access_key: str | None = None
     s3_region: str = "us-east-1"
     secret_key: Annotated[str, Meta(min_length=32)] | None = None
+    turnstile_secret_key: Annotated[str, Meta(min_length=1, max_length=200)] | None = None
+    captcha_verify_url: str = "https://challenges.cloudflare.com/turnstile/v0/siteverify"
 
     def __post_init__(self) -> None:
         if self.app_origin is not None:
@@ -130,6 +141,7 @@ class Environment(Struct, forbid_unknown_fields=True, frozen=True):
         check_url(self.database_url, ("postgres", "postgresql"), "DATABASE_URL")
         check_url(self.broker_url, ("redis", "rediss", "amqp", "amqps"), "BROKER_URL")
         check_url(self.s3_endpoint_url, ("http", "https"), "S3_ENDPOINT_URL")
+        check_url(self.captcha_verify_url, ("http", "https"), "CAPTCHA_VERIFY_URL")
         if self.s3_endpoint_url and not (self.s3_access_key_id and self.s3_secret_access_key):
             raise ValueError("S3_ENDPOINT_URL needs S3_ACCESS_KEY_ID and S3_SECRET_ACCESS_KEY")
 
@@ -161,6 +173,15 @@ class Settings(Struct, frozen=True):
         if not self.env.database_url:
             raise SettingsError("DATABASE_URL is not set (use `dev` for an embedded database)")
         return self.env.database_url
+
+    @property
+    def captcha_enabled(self) -> bool:
+        return self.policy.captcha.provider == "turnstile"
+
+    def require_captcha_secret(self) -> str:
+        if not self.env.turnstile_secret_key:
+            raise SettingsError("TURNSTILE_SECRET_KEY is not set (captcha provider is turnstile)")
+        return self.env.turnstile_secret_key
 
     def require_secret_key(self) -> str:
         if not self.env.secret_key:

@@ -1,9 +1,10 @@
-"""Registering and authenticating personal accounts."""
+"""Personal accounts: register, authenticate, change the password, delete."""
 
 from __future__ import annotations
 
 import re
 from typing import Annotated
+from uuid import UUID
 
 import asyncpg
 import msgspec
@@ -11,12 +12,13 @@ from msgspec import Meta
 
 from ..errors import EmailTaken, Unauthenticated, ValidationFailed
 from .passwords import hash_password, verify_password
-from .sessions import Account, Q
+from .sessions import Account, Q, end_all_sessions
 
 _EMAIL = re.compile(r"^[^@\s]{1,64}@[^@\s.]+(\.[^@\s.]+)+$")
 
 Password = Annotated[str, Meta(min_length=8, max_length=256)]
 Email = Annotated[str, Meta(min_length=3, max_length=254)]
+WRONG_CREDENTIALS = "Email or password is incorrect."
 
 
 class Credentials(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
@@ -24,11 +26,25 @@ class Credentials(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     password: Password
 
 
+class PasswordChange(msgspec.Struct, rename="camel", forbid_unknown_fields=True, frozen=True):
+    current_password: Annotated[str, Meta(max_length=256)]
+    new_password: Password
+
+
+class AccountDeletion(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
+    password: Annotated[str, Meta(max_length=256)]
+
+
 def normalise_email(raw: str) -> str:
     email = raw.strip().lower()
     if not _EMAIL.match(email):
         raise ValidationFailed("Enter a valid email address.")
     return email
+
+
+def login_email(raw: str) -> str:
+    """The email as throttled and looked up; a malformed one simply matches no account."""
+    return raw.strip().lower()[:254]
 
 
 async def register(conn: asyncpg.Connection, credentials: Credentials) -> Account:
@@ -40,12 +56,30 @@ async def register(conn: asyncpg.Connection, credentials: Credentials) -> Accoun
 
 
 async def authenticate(conn: asyncpg.Connection, credentials: Credentials) -> Account:
-    try:
-        email = normalise_email(credentials.email)
-    except ValidationFailed:
-        email = ""
-    row = await conn.fetchrow(Q.account_for_login, email) if email else None
+    row = await conn.fetchrow(Q.account_for_login, login_email(credentials.email))
     # Same work and the same answer whether the email is unknown or the password wrong.
     if not await verify_password(row["password_hash"] if row else None, credentials.password):
-        raise Unauthenticated("Email or password is incorrect.")
+        raise Unauthenticated(WRONG_CREDENTIALS)
     return Account(id=row["id"], email=row["email"])
+
+
+async def check_password(conn: asyncpg.Connection, account_id: UUID, password: str) -> None:
+    if not await verify_password(await conn.fetchval(Q.account_password, account_id), password):
+        raise Unauthenticated("The password is incorrect.")
+
+
+async def change_password(conn: asyncpg.Connection, account: Account, change: PasswordChange) -> None:
+    """New hash, and every session of the account revoked (the caller starts a fresh one)."""
+    await conn.execute(Q.lock_account_row, account.id)
+    await check_password(conn, account.id, change.current_password)
+    await conn.execute(Q.set_password, account.id, await hash_password(change.new_password))
+    await end_all_sessions(conn, account.id)
+
+
+async def delete_account(conn: asyncpg.Connection, account: Account, password: str) -> list[str]:
+    """Delete the account and, by cascade, all its personal data; return its object keys to remove."""
+    await conn.execute(Q.lock_account_row, account.id)
+    await check_password(conn, account.id, password)
+    keys = [row["object_key"] for row in await conn.fetch(Q.account_object_keys, account.id)]
+    await conn.execute(Q.delete_account, account.id)
+    return keys

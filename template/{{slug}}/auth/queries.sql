@@ -15,13 +15,52 @@ INSERT INTO session (token_hash, account_id, expires_at)
 VALUES ($1, $2, now() + make_interval(secs => $3));
 
 -- name: account_for_session
--- The session row and its account, only while the session is live.
-SELECT a.id, a.email
-FROM session s
-JOIN account a ON a.id = s.account_id
-WHERE s.token_hash = $1
-  AND s.revoked_at IS NULL
-  AND s.expires_at > now();
+-- The session's account, only while the session is live: not revoked, within
+-- its absolute expiry and used within the idle timeout ($2 seconds). Use is
+-- recorded at most once a minute, so reads stay cheap.
+WITH live AS (
+    SELECT a.id, a.email, s.last_seen_at
+    FROM session s
+    JOIN account a ON a.id = s.account_id
+    WHERE s.token_hash = $1
+      AND s.revoked_at IS NULL
+      AND s.expires_at > now()
+      AND s.last_seen_at > now() - make_interval(secs => $2)
+), touched AS (
+    UPDATE session SET last_seen_at = now()
+    WHERE token_hash = $1 AND EXISTS (SELECT 1 FROM live WHERE last_seen_at < now() - interval '60 seconds')
+)
+SELECT id, email FROM live;
+
+-- name: revoke_all_sessions
+UPDATE session SET revoked_at = now() WHERE account_id = $1 AND revoked_at IS NULL;
+
+-- name: set_password
+UPDATE account SET password_hash = $2 WHERE id = $1;
+
+-- name: account_password
+SELECT password_hash FROM account WHERE id = $1;
+
+-- name: lock_account_row
+SELECT id FROM account WHERE id = $1 FOR UPDATE;
+
+-- name: account_object_keys
+SELECT object_key FROM file WHERE owner_id = $1 AND status <> 'deleted';
+
+-- name: delete_account
+-- Everything personal goes with the row (ON DELETE CASCADE): sessions, files,
+-- tasks, pins, attempts, receipts, counters, credits and ledger.
+DELETE FROM account WHERE id = $1;
+
+-- name: throttle_hit
+-- Counts one attempt in the current 15-minute window; returns the count so far.
+INSERT INTO login_throttle AS t (key, window_start, count)
+VALUES ($1, date_bin('15 minutes', now(), TIMESTAMPTZ '2000-01-01'), 1)
+ON CONFLICT (key, window_start) DO UPDATE SET count = t.count + 1
+RETURNING count;
+
+-- name: purge_throttle
+DELETE FROM login_throttle WHERE window_start < now() - interval '1 hour';
 
 -- name: revoke_session
 UPDATE session SET revoked_at = now()

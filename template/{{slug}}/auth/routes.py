@@ -1,19 +1,34 @@
-"""HTTP routes for accounts: register, login, logout, me."""
+"""HTTP routes for accounts: register, login, logout, me, password change, account deletion."""
 
 from __future__ import annotations
 
+import logging
 from uuid import UUID
 
 import msgspec
-from litestar import Controller, Request, Response, get, post
+from litestar import Controller, Request, Response, delete, get, post
 from litestar.params import JSONBody
 from litestar.status_codes import HTTP_200_OK, HTTP_201_CREATED, HTTP_204_NO_CONTENT
 
 from ..db.pool import transaction
+from ..files.errors import StorageUnavailable
+from ..files.uploads import object_store
 from ..settings import Settings
-from ..web.dependencies import CurrentAccount, DbPool, SiteSettings
-from .accounts import Credentials, authenticate, register
-from .sessions import SESSION_SECONDS, Account, end_session, start_session
+from ..web.dependencies import CurrentAccount, DbPool, SiteRuntime, SiteSettings
+from .accounts import (
+    AccountDeletion,
+    Credentials,
+    PasswordChange,
+    authenticate,
+    change_password,
+    delete_account,
+    login_email,
+    register,
+)
+from .sessions import Account, end_session, session_seconds, start_session
+from .throttle import count_attempt
+
+log = logging.getLogger(__name__)
 
 
 class AccountOut(msgspec.Struct, frozen=True):
@@ -26,7 +41,7 @@ def _with_session(settings: Settings, account: Account, token: str, status: int)
     response.set_cookie(
         settings.session_cookie,
         token,
-        max_age=SESSION_SECONDS,
+        max_age=session_seconds(settings),
         path="/",
         httponly=True,
         samesite="lax",
@@ -35,39 +50,89 @@ def _with_session(settings: Settings, account: Account, token: str, status: int)
     return response
 
 
+def _signed_out(settings: Settings) -> Response[None]:
+    response = Response(None, status_code=HTTP_204_NO_CONTENT)
+    response.delete_cookie(settings.session_cookie, path="/")
+    return response
+
+
+def client_address(request: Request) -> str | None:
+    return request.client.host if request.client else None
+
+
 class AuthController(Controller):
     path = "/api/auth"
     tags = ["auth"]
 
     @post("/register", status_code=HTTP_201_CREATED)
-    async def register(self, data: JSONBody[Credentials], pool: DbPool, settings: SiteSettings) -> Response[AccountOut]:
+    async def register(self, data: JSONBody[Credentials], pool: DbPool,
+                       settings: SiteSettings) -> Response[AccountOut]:
         """Create a personal account and sign it in."""
         async with transaction(pool) as conn:
             account = await register(conn, data)
-            token = await start_session(conn, settings.require_secret_key(), account.id)
+            token = await start_session(conn, settings, account.id)
         return _with_session(settings, account, token, HTTP_201_CREATED)
 
     @post("/login", status_code=HTTP_200_OK)
-    async def login(self, data: JSONBody[Credentials], pool: DbPool, settings: SiteSettings) -> Response[AccountOut]:
-        """Sign in with email and password; a fresh session token every time."""
+    async def login(self, request: Request, data: JSONBody[Credentials], pool: DbPool,
+                    settings: SiteSettings) -> Response[AccountOut]:
+        """Sign in with email and password; a fresh session token every time. Throttled per account and address."""
+        async with pool.acquire() as conn:  # counted in its own transaction: a failed login still counts
+            await count_attempt(conn, settings, login_email(data.email), client_address(request))
         async with transaction(pool) as conn:
             account = await authenticate(conn, data)
-            token = await start_session(conn, settings.require_secret_key(), account.id)
+            token = await start_session(conn, settings, account.id)
         return _with_session(settings, account, token, HTTP_200_OK)
 
     @post("/logout", status_code=HTTP_204_NO_CONTENT)
     async def logout(self, request: Request, pool: DbPool, settings: SiteSettings) -> Response[None]:
         """Revoke the current session server-side and clear the cookie."""
         token = request.cookies.get(settings.session_cookie)
-        if token and len(token) <= 128:
+        if token:
             async with transaction(pool) as conn:
-                await end_session(conn, settings.require_secret_key(), token)
-        response = Response(None, status_code=HTTP_204_NO_CONTENT)
-        response.delete_cookie(settings.session_cookie, path="/")
-        return response
+                await end_session(conn, settings, token)
+        return _signed_out(settings)
 
 
-@get("/api/me", tags=["auth"])
-async def me(account: CurrentAccount) -> AccountOut:
-    """The signed-in account."""
-    return AccountOut(id=account.id, email=account.email)
+class MeController(Controller):
+    path = "/api/me"
+    tags = ["auth"]
+
+    @get("/")
+    async def me(self, account: CurrentAccount) -> AccountOut:
+        """The signed-in account."""
+        return AccountOut(id=account.id, email=account.email)
+
+    @post("/password", status_code=HTTP_200_OK)
+    async def change_password(self, request: Request, data: JSONBody[PasswordChange], account: CurrentAccount,
+                              pool: DbPool, settings: SiteSettings) -> Response[AccountOut]:
+        """Change the password: every session of the account ends; this client gets a new one."""
+        async with pool.acquire() as conn:
+            await count_attempt(conn, settings, account.email, client_address(request))
+        async with transaction(pool) as conn:
+            await change_password(conn, account, data)
+            token = await start_session(conn, settings, account.id)
+        return _with_session(settings, account, token, HTTP_200_OK)
+
+    @delete("/", status_code=HTTP_204_NO_CONTENT)
+    async def delete_me(self, request: Request, data: JSONBody[AccountDeletion], account: CurrentAccount,
+                        runtime: SiteRuntime, settings: SiteSettings) -> Response[None]:
+        """Delete the account and all its data, after confirming the password.
+
+        Rows go at once (active tasks end with them; a running executor finds
+        nothing to write back). Objects are removed next; any that storage
+        refuses now are orphans that maintenance removes.
+        """
+        async with runtime.pool.acquire() as conn:
+            await count_attempt(conn, settings, account.email, client_address(request))
+        async with transaction(runtime.pool) as conn:
+            keys = await delete_account(conn, account, data.password)
+        if runtime.storage is not None:
+            objects = object_store(runtime)
+            for key in keys:
+                try:
+                    await objects.delete(key)
+                except StorageUnavailable:
+                    log.info("account deletion: %d object(s) left for orphan cleanup", len(keys))
+                    break
+        return _signed_out(settings)

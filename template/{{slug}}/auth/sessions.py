@@ -11,10 +11,11 @@ import asyncpg
 import msgspec
 
 from ..db.queries import Queries
+from ..settings import Settings
 
 Q = Queries.load(__package__)
 
-SESSION_SECONDS = 30 * 24 * 3600
+MAX_TOKEN_LENGTH = 128
 
 
 class Account(msgspec.Struct, frozen=True):
@@ -34,16 +35,30 @@ def token_hash(secret_key: str, token: str) -> bytes:
     return hmac.new(secret_key.encode(), token.encode(), hashlib.sha256).digest()
 
 
-async def start_session(conn: asyncpg.Connection, secret_key: str, account_id: UUID) -> str:
+def session_seconds(settings: Settings) -> int:
+    return settings.policy.auth.session_days * 86400
+
+
+async def start_session(conn: asyncpg.Connection, settings: Settings, account_id: UUID) -> str:
+    """A brand-new token (never one the client proposed: no session fixation)."""
     token = new_token()
-    await conn.execute(Q.insert_session, token_hash(secret_key, token), account_id, SESSION_SECONDS)
+    await conn.execute(Q.insert_session, token_hash(settings.require_secret_key(), token), account_id,
+                       session_seconds(settings))
     return token
 
 
-async def account_for_token(conn: asyncpg.Connection, secret_key: str, token: str) -> Account | None:
-    row = await conn.fetchrow(Q.account_for_session, token_hash(secret_key, token))
+async def account_for_token(conn: asyncpg.Connection, settings: Settings, token: str) -> Account | None:
+    if not token or len(token) > MAX_TOKEN_LENGTH:
+        return None
+    row = await conn.fetchrow(Q.account_for_session, token_hash(settings.require_secret_key(), token),
+                              settings.policy.auth.idle_hours * 3600)
     return Account(id=row["id"], email=row["email"]) if row else None
 
 
-async def end_session(conn: asyncpg.Connection, secret_key: str, token: str) -> None:
-    await conn.execute(Q.revoke_session, token_hash(secret_key, token))
+async def end_session(conn: asyncpg.Connection, settings: Settings, token: str) -> None:
+    if token and len(token) <= MAX_TOKEN_LENGTH:
+        await conn.execute(Q.revoke_session, token_hash(settings.require_secret_key(), token))
+
+
+async def end_all_sessions(conn: asyncpg.Connection, account_id: UUID) -> None:
+    await conn.execute(Q.revoke_all_sessions, account_id)

@@ -4,18 +4,19 @@ from __future__ import annotations
 
 import base64
 import codecs
+from typing import Annotated
 from uuid import UUID
 
 import msgspec
 from litestar import Controller, Request, Response, delete, get, post
 from litestar.datastructures import UploadFile
-from litestar.params import FromPath, FromQuery
+from litestar.params import FromPath, QueryParameter
 from litestar.response import Stream
 from litestar.status_codes import HTTP_201_CREATED, HTTP_202_ACCEPTED, HTTP_204_NO_CONTENT
 
 from ..runtime import Runtime
 from ..web.dependencies import CurrentAccount, SiteRuntime
-from ..web.paging import PAGE_SIZE, decode_cursor, next_cursor
+from ..web.paging import PAGE_SIZE, Cursor, decode_cursor, next_cursor
 from . import store
 from .deletion import delete_file
 from .errors import FileNotFound, FileRejected, FilesDisabled, FilesNotConfigured
@@ -69,7 +70,7 @@ def upload_route(max_file_bytes: int):
     @post("/api/files", status_code=HTTP_201_CREATED, tags=["files"],
           request_max_body_size=max_file_bytes + MULTIPART_OVERHEAD)
     async def upload_file(request: Request, account: CurrentAccount, runtime: SiteRuntime,
-                          name: FromQuery[str | None] = None) -> FileOut:
+                          name: Annotated[str | None, QueryParameter(max_length=1024)] = None) -> FileOut:
         """Store a file: raw body (``?name=`` + Content-Type) or a multipart form (field ``file``)."""
         policy = runtime.settings.policy.files
         if not policy.enabled:
@@ -95,7 +96,7 @@ class FilesController(Controller):
 
     @get("/")
     async def list_files(self, account: CurrentAccount, runtime: SiteRuntime,
-                         cursor: FromQuery[str | None] = None) -> FilePage:
+                         cursor: Cursor = None) -> FilePage:
         """Ready, unexpired files of the signed-in account, newest first, 20 a page."""
         after = decode_cursor(cursor)
         async with runtime.pool.acquire() as conn:

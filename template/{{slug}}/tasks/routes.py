@@ -5,14 +5,16 @@ from __future__ import annotations
 from uuid import UUID
 
 import msgspec
-from litestar import Controller, Response, get, post
-from litestar.params import FromPath, FromQuery, JSONBody
+from litestar import Controller, Request, Response, get, post
+from litestar.params import FromPath, JSONBody
 from litestar.status_codes import HTTP_200_OK, HTTP_201_CREATED
 
+from .. import captcha
+from ..auth.routes import client_address
 from ..db.pool import transaction
 from ..runtime import Runtime
 from ..web.dependencies import CurrentAccount, SiteRuntime
-from ..web.paging import PAGE_SIZE, decode_cursor, next_cursor
+from ..web.paging import PAGE_SIZE, Cursor, decode_cursor, next_cursor
 from . import delivery, store
 from .errors import TasksDisabled, TasksNotConfigured
 from .store import RetryBody, SubmitBody, TaskOut
@@ -36,10 +38,15 @@ class TasksController(Controller):
     tags = ["tasks"]
 
     @post("/", status_code=HTTP_201_CREATED)
-    async def submit_task(self, data: JSONBody[SubmitBody], account: CurrentAccount,
+    async def submit_task(self, request: Request, data: JSONBody[SubmitBody], account: CurrentAccount,
                           runtime: SiteRuntime) -> Response[TaskOut]:
         """Start a task; 201 when new, 200 with the existing task when the request key was seen with this input."""
         require_execution(runtime)
+        if captcha.required(runtime.settings, "task_submit"):
+            async with runtime.pool.acquire() as conn:
+                known = await store.request_key_known(conn, account.id, data.request_key)
+            if not known:
+                await captcha.verify(runtime.settings, "task_submit", data.captcha_token, client_address(request))
         async with transaction(runtime.pool) as conn:
             task_id, created = await store.submit(conn, runtime.settings, account.id, data)
         if created:
@@ -50,7 +57,7 @@ class TasksController(Controller):
 
     @get("/")
     async def list_tasks(self, account: CurrentAccount, runtime: SiteRuntime,
-                         cursor: FromQuery[str | None] = None) -> TaskPage:
+                         cursor: Cursor = None) -> TaskPage:
         """The signed-in account's tasks, newest first, 20 a page (keyset on createdAt and id)."""
         after = decode_cursor(cursor)
         async with runtime.pool.acquire() as conn:
@@ -70,10 +77,12 @@ class TasksController(Controller):
             return await store.get_task(conn, account.id, task_id)
 
     @post("/{task_id:uuid}/retry", status_code=HTTP_200_OK)
-    async def retry_task(self, task_id: FromPath[UUID], account: CurrentAccount, runtime: SiteRuntime,
-                         data: JSONBody[RetryBody | None] = None) -> TaskOut:
+    async def retry_task(self, request: Request, task_id: FromPath[UUID], account: CurrentAccount,
+                         runtime: SiteRuntime, data: JSONBody[RetryBody | None] = None) -> TaskOut:
         """Run a failed task again, if its failure allows it and attempts remain (the budget is not reset)."""
         require_execution(runtime)
+        await captcha.verify(runtime.settings, "task_retry", data.captcha_token if data else None,
+                             client_address(request))
         async with transaction(runtime.pool) as conn:
             await store.retry(conn, runtime.settings, account.id, task_id)
         await delivery.dispatch(runtime, task_id)

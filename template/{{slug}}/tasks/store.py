@@ -127,6 +127,11 @@ def to_public(row: asyncpg.Record) -> TaskOut:
 # --- submit ----------------------------------------------------------------------
 
 
+async def request_key_known(conn: asyncpg.Connection, owner_id: UUID, request_key: UUID) -> bool:
+    """A resubmit of a known request creates nothing, so it needs no captcha (its token is spent)."""
+    return await conn.fetchrow(Q.task_by_request_key, owner_id, request_key) is not None
+
+
 def fingerprint(processor: str, version: int, file_id: UUID, params: NormalizeParams) -> bytes:
     """Hash of the canonical input and parameters (the captcha token is not part of it)."""
     canonical = msgspec.json.encode(

@@ -10,7 +10,7 @@ from litestar.openapi import OpenAPIConfig
 from litestar.plugins.jinja import JinjaTemplateEngine
 from litestar.template import TemplateConfig
 
-from ..auth.routes import AuthController, me
+from ..auth.routes import AuthController, MeController
 from ..charges.routes import get_credits
 from ..files.routes import FilesController, upload_route
 from ..runtime import open_runtime
@@ -19,7 +19,7 @@ from ..tasks.routes import TasksController
 from .dependencies import DEPENDENCIES
 from .errors import EXCEPTION_HANDLERS
 from .health import healthz, readyz
-from .middleware import OriginCheckMiddleware, RequestIdMiddleware
+from .middleware import OriginCheckMiddleware, RequestIdMiddleware, response_headers
 from .pages import TEMPLATES, index, login_page, static_files
 
 # JSON bodies are small; uploads stream through their own handler with its own limit.
@@ -29,6 +29,8 @@ MAX_JSON_BODY = 64 * 1024
 def create_app(settings: Settings) -> Litestar:
     settings.require_database_url()
     settings.require_secret_key()
+    if settings.captcha_enabled:
+        settings.require_captcha_secret()
 
     @asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
@@ -39,7 +41,7 @@ def create_app(settings: Settings) -> Litestar:
     return Litestar(
         route_handlers=[
             AuthController,
-            me,
+            MeController,
             FilesController,
             upload_route(settings.policy.files.max_file_bytes),
             TasksController,
@@ -53,6 +55,7 @@ def create_app(settings: Settings) -> Litestar:
         dependencies=DEPENDENCIES,
         exception_handlers=EXCEPTION_HANDLERS,
         middleware=[RequestIdMiddleware(), OriginCheckMiddleware(settings.origin)],
+        before_send=[response_headers(settings)],
         lifespan=[lifespan],
         openapi_config=OpenAPIConfig(title=settings.site.name, version="1.0.0", path="/schema"),
         template_config=TemplateConfig(directory=TEMPLATES, engine=JinjaTemplateEngine),

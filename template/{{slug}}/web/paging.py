@@ -4,11 +4,17 @@ from __future__ import annotations
 
 import base64
 from datetime import datetime
+from typing import Annotated
 from uuid import UUID
+
+from litestar.params import QueryParameter
 
 from ..errors import ValidationFailed
 
 PAGE_SIZE = 20
+
+# The ``?cursor=`` parameter of every list; bounded like every other input.
+Cursor = Annotated[str | None, QueryParameter(max_length=200)]
 
 
 def encode_cursor(created_at: datetime, row_id: UUID) -> str:

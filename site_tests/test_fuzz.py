@@ -1,0 +1,83 @@
+"""Fuzzing every site's API from its own OpenAPI schema (schemathesis): no 5xx, every error in the envelope.
+
+One signed-in account per site; operations that end the session (logout,
+password change, account deletion) are left to the scenario tests so they do
+not sign the fuzzer out halfway. The counts of each run are written to
+``<state>/fuzz/<site>-<worker>.json``.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import secrets
+from pathlib import Path
+
+import httpx
+import pytest
+import requests
+import schemathesis
+from hypothesis import HealthCheck, settings
+
+from harness.state import SiteRecord
+
+from .client import PASSWORD
+from .conftest import RUN
+
+DOMAINS = {"task", "file", "execution", "auth", "rate", "request"}
+EXAMPLES_PER_OPERATION = 30
+
+
+def _session(site: SiteRecord) -> requests.Session:
+    email = f"fuzz-{secrets.token_hex(5)}@example.com"
+    response = httpx.post(f"{site.base_url}/api/auth/register", json={"email": email, "password": PASSWORD},
+                          headers={"Origin": site.origin})
+    assert response.status_code == 201, response.text
+    session = requests.Session()
+    session.headers["Origin"] = site.origin
+    session.cookies.set(site.cookie_name, response.cookies[site.cookie_name])
+    return session
+
+
+def _fuzz_test(site: SiteRecord):
+    schema = (
+        schemathesis.openapi.from_url(f"{site.base_url}/schema/openapi.json")
+        .exclude(path="/api/auth/logout")
+        .exclude(path="/api/me/password")
+        .exclude(method="DELETE", path="/api/me")
+    )
+    session = _session(site)
+    seen: collections.Counter[str] = collections.Counter()
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    out = Path(os.environ["SITEKIT_STATE"]) / "fuzz" / f"{site.slug}-{worker}.json"
+    out.parent.mkdir(exist_ok=True)
+
+    @schema.parametrize()
+    @settings(max_examples=EXAMPLES_PER_OPERATION, deadline=None, derandomize=True, database=None,
+              suppress_health_check=list(HealthCheck))
+    def test(case) -> None:
+        response = case.call(base_url=site.base_url, session=session, timeout=30)
+        seen[f"{case.method} {case.path} {response.status_code}"] += 1
+        out.write_text(json.dumps({"cases": sum(seen.values()), "outcomes": dict(sorted(seen.items()))}, indent=1))
+        assert response.status_code < 500, (case.method, case.path, response.status_code, response.text[:300])
+        content_type = response.headers.get("content-type") or [""]
+        if response.status_code >= 400 and content_type[0].startswith("application/json"):
+            body = response.json()
+            assert set(body) == {"error"}, body
+            error = body["error"]
+            assert {"domain", "code", "message"} <= set(error), error
+            assert error["domain"] in DOMAINS and error["code"].isupper(), error
+            assert "Traceback" not in error["message"] and "asyncpg" not in error["message"], error
+
+    return test
+
+
+for _site in RUN.sites:
+    globals()[f"test_fuzz_{_site.slug}"] = _fuzz_test(_site)
+
+
+def test_the_fuzzer_reached_every_site() -> None:
+    assert RUN.sites, "no sites to fuzz"
+    assert all(f"test_fuzz_{s.slug}" in globals() for s in RUN.sites)
+    pytest.importorskip("schemathesis")
