@@ -19,7 +19,7 @@ def _default_state() -> Path:
 
 def cmd_up(args: argparse.Namespace) -> int:
     try:
-        sites = stand.up(Path(args.state), args.sites)
+        sites = stand.up(Path(args.state), args.sites, counts=process_counts(args))
     except Exception:
         if state.sites_path(Path(args.state)).exists():
             stand.down(Path(args.state))
@@ -28,6 +28,10 @@ def cmd_up(args: argparse.Namespace) -> int:
         print(f"{site.slug:<9} {site.base_url}  ({site.site_dir})")
     print(f"state: {state.sites_path(Path(args.state).resolve())}")
     return 0
+
+
+def process_counts(args: argparse.Namespace) -> state.ProcessCounts:
+    return state.ProcessCounts(web=args.web_processes, worker=args.workers)
 
 
 def cmd_down(args: argparse.Namespace) -> int:
@@ -48,7 +52,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
 def verify_run(state_dir: Path, args: argparse.Namespace) -> tuple[bool, str]:
     from .verify import verify
 
-    return verify(state_dir, args.sites, keep=args.keep, workers=args.workers, pytest_args=args.pytest_args)
+    return verify(state_dir, args.sites, keep=args.keep, workers=args.pytest_workers, pytest_args=args.pytest_args,
+                  counts=process_counts(args))
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -60,6 +65,11 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def add_process_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--web-processes", type=int, default=1, help="web processes per site (one port)")
+    parser.add_argument("--workers", type=int, default=1, help="worker processes per site")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m harness", description=__doc__)
     parser.add_argument("-v", "--verbose", action="store_true")
@@ -68,6 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
     up = commands.add_parser("up", help="provision services, render, install and start N sites")
     up.add_argument("--sites", type=int, default=2)
     up.add_argument("--state", required=True, help="folder for this run's state (sites.json, logs)")
+    add_process_options(up)
     up.set_defaults(handler=cmd_up)
 
     down = commands.add_parser("down", help="stop what `up` started and drop its databases and buckets")
@@ -78,7 +89,8 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument("--sites", type=int, default=2)
     verify.add_argument("--state", default=None, help="default: .state/runs/<timestamp>")
     verify.add_argument("--keep", action="store_true", help="leave the sites running afterwards")
-    verify.add_argument("--workers", default="2", help="pytest-xdist workers for site_tests (default 2)")
+    verify.add_argument("--pytest-workers", default="2", help="pytest-xdist workers for site_tests (default 2)")
+    add_process_options(verify)
     verify.add_argument("pytest_args", nargs="*", help="extra pytest arguments after --, e.g. -- -k cookies")
     verify.set_defaults(handler=cmd_verify)
 
@@ -94,7 +106,8 @@ def main(argv: list[str] | None = None) -> int:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     for noisy in ("botocore", "aiobotocore", "pika", "copier", "plumbum"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
-    if getattr(args, "sites", 1) < 1:
-        print("--sites must be at least 1", file=sys.stderr)
-        return 2
+    for option in ("sites", "web_processes", "workers"):
+        if getattr(args, option, 1) < 1:
+            print(f"--{option.replace('_', '-')} must be at least 1", file=sys.stderr)
+            return 2
     return args.handler(args)

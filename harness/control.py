@@ -40,7 +40,7 @@ def stop(state_dir: Path, slug: str, roles: tuple[str, ...] = stand.ROLES, kill:
 
 def start(state_dir: Path, slug: str, roles: tuple[str, ...] = stand.ROLES) -> None:
     with locked(state_dir) as sites:
-        stand.start_roles(state_dir, _site(sites, slug), roles)
+        stand.start_roles(state_dir, _site(sites, slug), roles, counts=sites.processes)
 
 
 def _signal_proxy(state_dir: Path, slug: str, sig: int, expect: str) -> None:

@@ -36,21 +36,24 @@ def _uv() -> str | None:
 
 
 def install_site(site_dir: Path, venv_dir: Path, log_path: Path, extras: str = "") -> str:
-    """A virtualenv with the site installed editable; returns its python."""
+    """A virtualenv with the site installed editable (reinstalled if the venv exists); returns its python."""
     target = f"{site_dir}[{extras}]" if extras else str(site_dir)
     uv = _uv()
+    python = venv_dir / "bin" / "python"
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "ab") as out:
         if uv:
             steps = [
                 [uv, "venv", "--quiet", "--python", sys.executable, str(venv_dir)],
-                [uv, "pip", "install", "--quiet", "--python", str(venv_dir / "bin" / "python"), "-e", target],
+                [uv, "pip", "install", "--quiet", "--python", str(python), "-e", target],
             ]
         else:
             steps = [
                 [sys.executable, "-m", "venv", str(venv_dir)],
-                [str(venv_dir / "bin" / "python"), "-m", "pip", "install", "--quiet", "-e", target],
+                [str(python), "-m", "pip", "install", "--quiet", "-e", target],
             ]
+        if python.exists():
+            steps = steps[1:]
         for argv in steps:
             if subprocess.run(argv, stdout=out, stderr=subprocess.STDOUT, check=False).returncode != 0:
                 raise ProcessError(f"installing {site_dir.name} failed; see {log_path}")

@@ -102,25 +102,34 @@ def _prepare_site(state_dir: Path, services_: state.Services, index: int, run_id
 
 def role_command(record: SiteRecord, role: str) -> list[str]:
     port = record.base_url.rsplit(":", 1)[1]
-    return {"web": ["serve", "--port", port], "worker": ["worker", "--threads", str(WORKER_THREADS)]}[role]
+    return {
+        "web": ["serve", "--port", port, "--reuse-port"],
+        "worker": ["worker", "--threads", str(WORKER_THREADS)],
+    }[role]
 
 
-def start_roles(state_dir: Path, record: SiteRecord, roles: tuple[str, ...] = ROLES) -> None:
-    """Start the site's processes (pids recorded on ``record``) and wait until each is ready."""
+READY_LINE = {"web": "Application startup complete", "worker": "worker consuming"}
+
+
+def start_roles(state_dir: Path, record: SiteRecord, roles: tuple[str, ...] = ROLES,
+                counts: state.ProcessCounts | None = None) -> None:
+    """Start the site's processes (pids recorded on ``record``) and wait until each says it is ready."""
+    counts = counts or state.ProcessCounts()
     env = state.load_site_env(state_dir, record.slug)
     logs = state.site_folder(state_dir, record.slug) / "logs"
     for role in roles:
-        log_path = logs / f"{role}.log"
-        offset = log_path.stat().st_size if log_path.exists() else 0
-        pid = processes.start_site_process(
-            record.venv_python, record.slug, role_command(record, role), env, record.site_dir, log_path
-        )
-        getattr(record.pids, role).append(pid)
-        record.logs[role] = str(log_path)
-        if role == "web":
-            processes.wait_ready(f"{record.base_url}/readyz", pid, log_path)
-        else:
-            processes.wait_logged(log_path, offset, "worker consuming", pid)
+        for index in range(getattr(counts, role)):
+            name = f"{role}-{index}"
+            log_path = logs / f"{name}.log"
+            offset = log_path.stat().st_size if log_path.exists() else 0
+            pid = processes.start_site_process(
+                record.venv_python, record.slug, role_command(record, role), env, record.site_dir, log_path
+            )
+            getattr(record.pids, role).append(pid)
+            record.logs[name] = str(log_path)
+            processes.wait_logged(log_path, offset, READY_LINE[role], pid)
+    if "web" in roles:
+        processes.wait_ready(f"{record.base_url}/readyz", record.pids.web[0], Path(record.logs["web-0"]))
 
 
 def stop_roles(record: SiteRecord, roles: tuple[str, ...] = ROLES, kill: bool = False) -> None:
@@ -132,14 +141,15 @@ def stop_roles(record: SiteRecord, roles: tuple[str, ...] = ROLES, kill: bool = 
         pids.clear()
 
 
-def up(state_dir: Path, count: int, overrides: dict | None = None) -> SitesFile:
+def up(state_dir: Path, count: int, overrides: dict | None = None,
+       counts: state.ProcessCounts | None = None) -> SitesFile:
     state_dir = Path(state_dir).resolve()
     state_dir.mkdir(parents=True, exist_ok=True)
     if state.sites_path(state_dir).exists():
         raise StandError(f"{state_dir} already holds a run; `down` it first or pick another --state")
     run_id = secrets.token_hex(3)
     provisioned = services.provision(state_dir)
-    sites = SitesFile(sites=[], services=provisioned, run_id=run_id)
+    sites = SitesFile(sites=[], services=provisioned, run_id=run_id, processes=counts or state.ProcessCounts())
     state.save(state_dir, sites)  # from here on, `down` can clean up whatever follows
     info = RunInfo(run_id=run_id, answers={}, timings={})
     with ThreadPoolExecutor(max_workers=min(count, 4)) as pool:
@@ -155,7 +165,7 @@ def up(state_dir: Path, count: int, overrides: dict | None = None) -> SitesFile:
     if failed := [o for o in outcomes if isinstance(o, BaseException)]:
         raise failed[0]
     for record, _, timings, _ in prepared:
-        _timed(timings, "start_s", lambda record=record: start_roles(state_dir, record))
+        _timed(timings, "start_s", lambda record=record: start_roles(state_dir, record, counts=sites.processes))
         state.save(state_dir, sites)
     (state_dir / "run.json").write_bytes(msgspec.json.format(msgspec.json.encode(info), indent=2))
     return sites

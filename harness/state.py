@@ -64,10 +64,17 @@ class Services(msgspec.Struct):
     s3_proxies: dict[str, ServiceRecord] = msgspec.field(default_factory=dict)
 
 
+class ProcessCounts(msgspec.Struct):
+    web: int = 1
+    worker: int = 1
+
+
 class SitesFile(msgspec.Struct):
     sites: list[SiteRecord]
     services: Services
     run_id: str = ""
+    # processes per site; web processes share the site's port (SO_REUSEPORT)
+    processes: ProcessCounts = msgspec.field(default_factory=ProcessCounts)
 
 
 def sites_path(state_dir: Path) -> Path:

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from . import KIT_ROOT, report, stand
+from . import KIT_ROOT, report, stand, state
 from .render import provenance
 
 log = logging.getLogger(__name__)
@@ -42,7 +42,7 @@ def run_site_tests(state_dir: Path, workers: int | str, sites: int, extra: list[
 
 
 def verify(state_dir: Path, count: int, *, keep: bool, workers: int | str, pytest_args: list[str] | None = None,
-           overrides: dict | None = None) -> tuple[bool, str]:
+           overrides: dict | None = None, counts: state.ProcessCounts | None = None) -> tuple[bool, str]:
     state_dir = Path(state_dir).resolve()
     started_at = report.now()
     origin = provenance()
@@ -51,7 +51,7 @@ def verify(state_dir: Path, count: int, *, keep: bool, workers: int | str, pytes
     tests_rc = 1
     services_mode = "?"
     try:
-        sites = stand.up(state_dir, count, overrides)
+        sites = stand.up(state_dir, count, overrides, counts)
         services_mode = sites.services.mode
         tests_rc = run_site_tests(state_dir, workers, len(sites.sites), pytest_args)
     except Exception as error:

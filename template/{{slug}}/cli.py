@@ -52,10 +52,20 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
 
     app = create_app(settings)
     port = args.port or settings.site.port
+    listen: dict = {"host": args.host, "port": port}
+    if args.reuse_port:
+        # Several web processes on one port, the kernel spreading connections among them.
+        import socket
+
+        sock = socket.socket(socket.AF_INET6 if ":" in args.host else socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        sock.bind((args.host, port))
+        sock.set_inheritable(True)
+        listen = {"fd": sock.fileno()}
     uvicorn.run(
         app,
-        host=args.host,
-        port=port,
+        **listen,
         log_config=None,
         access_log=True,
         proxy_headers=False,
@@ -209,6 +219,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve = add("serve", cmd_serve, "run the web process")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=None, help="default: the site's port from site.toml")
+    serve.add_argument("--reuse-port", action="store_true",
+                       help="share the port with other serve processes (SO_REUSEPORT)")
 
     dev = add("dev", cmd_dev, "start everything locally with embedded services and print the URL")
     dev.add_argument("--state", default=None, help="folder for embedded data (default: .state in the site)")

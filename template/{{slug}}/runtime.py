@@ -6,11 +6,14 @@ on the way out; handlers receive its parts through dependency injection.
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
+import aiohttp
 import asyncpg
 import dramatiq
 
@@ -18,6 +21,8 @@ from .db.pool import create_pool
 from .services.broker import create_broker
 from .services.storage import open_storage
 from .settings import Settings
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -35,6 +40,7 @@ async def open_runtime(settings: Settings, *, pool_size: int = 10,
     from .tasks.actors import declare_actors
 
     async with AsyncExitStack() as stack:
+        _log_orphaned_connection_errors(stack)
         pool = await create_pool(settings.require_database_url(), max_size=pool_size)
         stack.push_async_callback(pool.close)
         storage = await open_storage(settings, stack)
@@ -42,3 +48,28 @@ async def open_runtime(settings: Settings, *, pool_size: int = 10,
             declare_actors(broker, settings)
             stack.callback(broker.close)
         yield Runtime(settings=settings, pool=pool, storage=storage, broker=broker)
+
+
+def _log_orphaned_connection_errors(stack: AsyncExitStack) -> None:
+    """Log in one line the connection errors that surface from tasks nobody awaits.
+
+    When S3 drops a connection mid-request, aiohttp (3.14) re-raises the failed
+    body write from its writer task as well as from the call itself. The call's
+    failure is already handled (``StorageUnavailable``); the copy would reach the
+    loop's default handler, which logs a traceback holding the request line
+    (bucket, account id, key). Anything else goes to the handler that was there.
+    """
+    loop = asyncio.get_running_loop()
+    previous = loop.get_exception_handler()
+
+    def handle(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        error = context.get("exception")
+        if isinstance(error, aiohttp.ClientError | OSError):
+            log.warning("connection error in a background task: %s", type(error).__name__)
+        elif previous is not None:
+            previous(loop, context)
+        else:
+            loop.default_exception_handler(context)
+
+    loop.set_exception_handler(handle)
+    stack.callback(loop.set_exception_handler, previous)

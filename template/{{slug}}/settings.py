@@ -133,6 +133,7 @@ class Environment(Struct, forbid_unknown_fields=True, frozen=True):
     s3_region: str = "us-east-1"
     secret_key: Annotated[str, Meta(min_length=32)] | None = None
     turnstile_secret_key: Annotated[str, Meta(min_length=1, max_length=200)] | None = None
+    metrics_token: Annotated[str, Meta(min_length=16, max_length=200)] | None = None
     captcha_verify_url: str = "https://challenges.cloudflare.com/turnstile/v0/siteverify"
 
     def __post_init__(self) -> None:

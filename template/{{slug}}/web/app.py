@@ -13,6 +13,8 @@ from litestar.template import TemplateConfig
 from ..auth.routes import AuthController, MeController
 from ..charges.routes import get_credits
 from ..files.routes import FilesController, upload_route
+from ..metrics.exposition import HttpMetrics
+from ..metrics.routes import metrics
 from ..runtime import open_runtime
 from ..settings import Settings
 from ..tasks.routes import TasksController
@@ -32,10 +34,13 @@ def create_app(settings: Settings) -> Litestar:
     if settings.captcha_enabled:
         settings.require_captcha_secret()
 
+    http_metrics = HttpMetrics()
+
     @asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
         async with open_runtime(settings) as runtime:
             app.state.runtime = runtime
+            app.state.http_metrics = http_metrics
             yield
 
     return Litestar(
@@ -46,6 +51,7 @@ def create_app(settings: Settings) -> Litestar:
             upload_route(settings.policy.files.max_file_bytes),
             TasksController,
             get_credits,
+            metrics,
             healthz,
             readyz,
             index,
@@ -54,7 +60,7 @@ def create_app(settings: Settings) -> Litestar:
         ],
         dependencies=DEPENDENCIES,
         exception_handlers=EXCEPTION_HANDLERS,
-        middleware=[RequestIdMiddleware(), OriginCheckMiddleware(settings.origin)],
+        middleware=[http_metrics.middleware, RequestIdMiddleware(), OriginCheckMiddleware(settings.origin)],
         before_send=[response_headers(settings)],
         lifespan=[lifespan],
         openapi_config=OpenAPIConfig(title=settings.site.name, version="1.0.0", path="/schema"),

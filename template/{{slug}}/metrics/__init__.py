@@ -1,0 +1,1 @@
+"""Prometheus metrics at /metrics, behind a bearer token."""
