@@ -28,10 +28,20 @@ class TestResults(msgspec.Struct):
     cases: list[Case] = msgspec.field(default_factory=list)
 
 
+class SiteTests(msgspec.Struct):
+    """The cases run against one site: those whose parameter id starts with its slug."""
+
+    passed: int = 0
+    failed: int = 0
+    skipped: int = 0
+    seconds: float = 0.0
+
+
 class SiteReport(msgspec.Struct):
     slug: str
     answers: dict
     timings: SiteTimings
+    tests: SiteTests = msgspec.field(default_factory=SiteTests)
 
 
 class Report(msgspec.Struct):
@@ -92,10 +102,34 @@ def read_junits(paths: list[Path]) -> TestResults:
     return total
 
 
+def ran_against(case: Case, slug: str) -> bool:
+    """``test_x[alpha]``, ``test_y[alpha-bravo]`` (the site it ran against first) and the
+    per-site schemathesis tests ``test_fuzz_alpha`` belong to ``alpha``."""
+    if case.name.endswith("]") and "[" in case.name:
+        return case.name[:-1].rsplit("[", 1)[1].split("-", 1)[0] == slug
+    return case.name.endswith(f"_{slug}")
+
+
+def per_site(tests: TestResults, slug: str) -> SiteTests:
+    mine = SiteTests()
+    for case in tests.cases:
+        if not ran_against(case, slug):
+            continue
+        if case.outcome == "passed":
+            mine.passed += 1
+        elif case.outcome == "skipped":
+            mine.skipped += 1
+        else:
+            mine.failed += 1
+        mine.seconds = round(mine.seconds + case.seconds, 1)
+    return mine
+
+
 def build(*, ok: bool, started_at: str, provenance: Provenance, services_mode: str, info: RunInfo | None,
           tests: TestResults, teardown: list[str], failure: str | None) -> Report:
     sites = [
-        SiteReport(slug=slug, answers=answers, timings=info.timings.get(slug, SiteTimings()))
+        SiteReport(slug=slug, answers=answers, timings=info.timings.get(slug, SiteTimings()),
+                   tests=per_site(tests, slug))
         for slug, answers in (info.answers.items() if info else [])
     ]
     return Report(
@@ -120,11 +154,12 @@ def summary(report: Report) -> str:
         f"  template {commit} (copier {p.copier_version}), services: {report.services}",
         f"  {report.started_at} -> {report.finished_at}",
         "",
-        "  site       render  install  migrate   start",
+        "  site       render  install  migrate   start   tests (its own cases: passed/failed/skipped, time)",
     ]
     for site in report.sites:
-        t = site.timings
-        lines.append(f"  {site.slug:<9} {t.render_s:6.1f}s {t.install_s:7.1f}s {t.migrate_s:7.1f}s {t.start_s:6.1f}s")
+        t, c = site.timings, site.tests
+        lines.append(f"  {site.slug:<9} {t.render_s:6.1f}s {t.install_s:7.1f}s {t.migrate_s:7.1f}s {t.start_s:6.1f}s"
+                     f"   {c.passed}/{c.failed}/{c.skipped} in {c.seconds:.0f}s")
     tests = report.tests
     lines += [
         "",

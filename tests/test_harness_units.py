@@ -106,3 +106,17 @@ def test_junit_results_are_counted(tmp_path: Path) -> None:
     assert (results.passed, results.failed, results.skipped, results.errors) == (1, 1, 1, 1)
     assert [c.outcome for c in results.cases] == ["passed", "failed", "skipped", "error"]
     assert report.read_junit(tmp_path / "missing.xml").cases == []
+
+
+def test_cases_are_attributed_to_the_site_they_ran_against_first() -> None:
+    cases = [
+        report.Case(name="t::test_files[alpha]", outcome="passed", seconds=1.5),
+        report.Case(name="t::test_isolation[alpha-bravo]", outcome="failed", seconds=2.0),
+        report.Case(name="t::test_origin[bravo-http://evil.example]", outcome="passed", seconds=1.0),
+        report.Case(name="t::test_fuzz_bravo", outcome="skipped", seconds=0.0),
+        report.Case(name="t::test_unparametrised", outcome="passed", seconds=9.0),
+    ]
+    results = report.TestResults(cases=cases)
+    assert report.per_site(results, "alpha") == report.SiteTests(passed=1, failed=1, skipped=0, seconds=3.5)
+    assert report.per_site(results, "bravo") == report.SiteTests(passed=1, failed=0, skipped=1, seconds=1.0)
+    assert report.per_site(results, "charlie") == report.SiteTests()
