@@ -2,7 +2,7 @@
 """Bootstrap for a fresh machine with only Python: make ``.venv``, install the kit, run a command.
 
     python3 kit.py verify [ARGS]   # python -m harness verify --sites 2 [ARGS]
-    python3 kit.py test [ARGS]     # python -m pytest -n auto [ARGS]
+    python3 kit.py test [ARGS]     # python -m pytest -n auto [ARGS] (installs Chromium first where it can)
     python3 kit.py harness ARGS    # python -m harness ARGS (up, down, report, bench, ...)
 
 Standard library only. The virtualenv is reinstalled when pyproject.toml changes.
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import subprocess
 import sys
 import venv
@@ -21,6 +22,7 @@ ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv"
 PYTHON = VENV / "bin" / "python"
 STAMP = VENV / ".sitekit-installed"
+CHROMIUM = Path("/usr/bin/chromium")
 
 
 def ensure_venv() -> None:
@@ -39,6 +41,23 @@ def ensure_venv() -> None:
     STAMP.write_text(wanted)
 
 
+def ensure_chromium() -> None:
+    """The page tests drive Debian's Chromium (playwright never downloads a browser). Install it when
+    this machine can (root with apt-get); otherwise say what is missing: the page tests will fail."""
+    if CHROMIUM.exists():
+        return
+    if os.geteuid() == 0 and shutil.which("apt-get"):
+        print("kit: installing Chromium for the page tests (apt-get install chromium)", flush=True)
+        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+        quiet = {"stdout": subprocess.DEVNULL, "env": env, "check": False}
+        if subprocess.run(["apt-get", "install", "-y", "-q", "chromium"], **quiet).returncode != 0:
+            subprocess.run(["apt-get", "update", "-q"], **quiet)
+            subprocess.run(["apt-get", "install", "-y", "-q", "chromium"], **quiet)
+    if not CHROMIUM.exists():
+        print(f"kit: {CHROMIUM} is missing and could not be installed; the page tests will fail "
+              "(install Debian's chromium package)", file=sys.stderr, flush=True)
+
+
 def main(argv: list[str]) -> int:
     if not argv or argv[0] not in ("verify", "test", "harness"):
         print(__doc__, file=sys.stderr)
@@ -48,6 +67,8 @@ def main(argv: list[str]) -> int:
     if command == "verify":
         args = ["-m", "harness", "verify", *([] if "--sites" in rest else ["--sites", "2"]), *rest]
     elif command == "test":
+        ensure_chromium()
+        os.environ["SITEKIT_REQUIRE_BROWSER"] = "1"  # in the test command a missing browser fails, not skips
         args = ["-m", "pytest", *([] if any(a.startswith("-n") for a in rest) else ["-n", "auto"]), *rest]
     else:
         args = ["-m", "harness", *rest]

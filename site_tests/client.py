@@ -34,16 +34,7 @@ class SiteClient(httpx.Client):
         response = self.post("/api/auth/register", json={"email": email, "password": password})
         assert response.status_code == 201, response.text
         self.account = response.json()
-        if policy(self.site)["charges"]["enabled"]:
-            from . import db
-
-            # As an operator's grant would (the grant-credits command itself is exercised in test_charges).
-            db.execute(
-                self.site,
-                "WITH funded AS (INSERT INTO credit_account (account_id, balance) VALUES ($1, $2)) "
-                "INSERT INTO credit_ledger (account_id, kind, amount, reason) VALUES ($1, 'grant', $2, 'site_tests')",
-                self.account["id"], STARTING_CREDITS,
-            )
+        grant_credits(self.site, self.account["id"])
         return self.account
 
     def upload_raw(self, data: bytes, name: str = "notes.txt", content_type: str = "text/plain") -> httpx.Response:
@@ -57,6 +48,21 @@ class SiteClient(httpx.Client):
     @property
     def session_token(self) -> str | None:
         return next((c.value for c in self.cookies.jar if c.name == self.site.cookie_name), None)
+
+
+def grant_credits(site: SiteRecord, account_id: str, amount: int = STARTING_CREDITS) -> None:
+    """On a site that charges for tasks, give a fresh account credits to spend — as an operator's
+    grant would (the grant-credits command itself is exercised in test_charges)."""
+    if not policy(site)["charges"]["enabled"]:
+        return
+    from . import db
+
+    db.execute(
+        site,
+        "WITH funded AS (INSERT INTO credit_account (account_id, balance) VALUES ($1, $2)) "
+        "INSERT INTO credit_ledger (account_id, kind, amount, reason) VALUES ($1, 'grant', $2, 'site_tests')",
+        account_id, amount,
+    )
 
 
 def error_code(response: httpx.Response) -> str:

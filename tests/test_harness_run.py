@@ -29,6 +29,10 @@ def test_verify_two_sites(tmp_path: Path) -> None:
     assert report["provenance"]["commit"] and isinstance(report["provenance"]["dirty"], bool)
     assert report["provenance"]["copier_version"]
     assert report["teardown"] == []
+    # The pages ran in real Chromium against both sites (the test command requires the browser).
+    pages = {c["name"]: c["outcome"] for c in report["tests"]["cases"] if ".test_pages::" in c["name"]}
+    assert {name.rsplit("[", 1)[1] for name in pages} >= {"alpha]", "bravo]", "alpha-bravo]", "bravo-alpha]"}
+    assert set(pages.values()) == {"passed"}, pages
     assert "PASS" in (state / "summary.txt").read_text()
 
     # Everything the run started is gone: site processes and embedded servers.

@@ -22,7 +22,7 @@ from .dependencies import DEPENDENCIES
 from .errors import EXCEPTION_HANDLERS
 from .health import healthz, readyz
 from .middleware import OriginCheckMiddleware, RequestIdMiddleware, response_headers
-from .pages import TEMPLATES, index, login_page, static_files
+from .pages import TEMPLATES, pages_router, static_files
 
 # JSON bodies are small; uploads stream through their own handler with its own limit.
 MAX_JSON_BODY = 64 * 1024
@@ -54,8 +54,7 @@ def create_app(settings: Settings) -> Litestar:
             metrics,
             healthz,
             readyz,
-            index,
-            login_page,
+            pages_router,
             static_files,
         ],
         dependencies=DEPENDENCIES,

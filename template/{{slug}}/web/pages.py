@@ -1,35 +1,129 @@
-"""Server-rendered pages. They call the same JSON API as any other client."""
+"""Server-rendered pages. They are shells: the data comes from the same JSON API as any other client.
+
+A page needs a live session of this site; without one it redirects to
+``/login?next=<path>``. The detail page checks in SQL that the task is the
+viewer's own and answers the same 404 page for a foreign or missing id.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated, Any
+from urllib.parse import quote
+from uuid import UUID
 
-from litestar import get
+from litestar import Request, Response, Router, get
+from litestar.datastructures import State
+from litestar.di import Provide
+from litestar.params import FromPath, QueryParameter
 from litestar.response import Redirect, Template
 from litestar.static_files import create_static_files_router
+from litestar.status_codes import HTTP_303_SEE_OTHER, HTTP_404_NOT_FOUND
 
+from .. import captcha
+from ..auth.sessions import Account, account_for_token
 from ..settings import Settings
-from .dependencies import SiteSettings
+from ..tasks import store as tasks
+from ..tasks.errors import TaskNotFound
+from .dependencies import NamedDependency, SiteRuntime, SiteSettings
 
 HERE = Path(__file__).parent
 TEMPLATES = HERE / "templates"
+TURNSTILE_SCRIPT = "https://challenges.cloudflare.com/turnstile/v0/api.js"
 
 static_files = create_static_files_router(path="/static", directories=[HERE / "static"], include_in_schema=False)
 
+Viewer = NamedDependency[Account]
+# Where the login page goes after signing in (``/login?next=/tasks/…``).
+NextPath = Annotated[str | None, QueryParameter(name="next", max_length=1024)]
 
-def page(name: str, settings: Settings, **context) -> Template:
+
+class SignInRequired(Exception):
+    """A page was asked for without a live session of this site."""
+
+
+def safe_next(path: str | None) -> str:
+    """Only a path on this site: never ``//host`` or ``/\\host``, which browsers treat as another origin."""
+    if path and path.startswith("/") and not path.startswith(("//", "/\\")):
+        return path
+    return "/files"
+
+
+def redirect_to_login(request: Request, _: SignInRequired) -> Response:
+    return Redirect(f"/login?next={quote(request.url.path)}", status_code=HTTP_303_SEE_OTHER)
+
+
+async def provide_viewer(request: Request, state: State) -> Account:
+    """The signed-in account of a page view. Unlike the API's account it spends no rate-limit count:
+    the page itself reads nothing; its scripts' API calls are counted as usual."""
+    runtime = state.runtime
+    token = request.cookies.get(runtime.settings.session_cookie)
+    if token:
+        async with runtime.pool.acquire() as conn:
+            if account := await account_for_token(conn, runtime.settings, token):
+                return account
+    raise SignInRequired()
+
+
+def page(name: str, settings: Settings, *, status_code: int = 200, **context: Any) -> Template:
     return Template(
         template_name=name,
-        context={"site_name": settings.site.name, "origin": settings.origin, **context},
+        context={
+            "site_name": settings.site.name,
+            "max_file_bytes": settings.policy.files.max_file_bytes,
+            **context,
+        },
+        status_code=status_code,
         headers={"Cache-Control": "no-store"},
     )
 
 
-@get("/", include_in_schema=False)
-async def index() -> Redirect:
-    return Redirect("/login")
+def captcha_widget(settings: Settings, action: captcha.Action) -> dict[str, str] | None:
+    """What the page needs to show Turnstile for ``action`` (public values only), or None when it is off."""
+    if not captcha.required(settings, action):
+        return None
+    return {"script": TURNSTILE_SCRIPT, "site_key": settings.policy.captcha.site_key, "action": action}
 
 
-@get("/login", include_in_schema=False)
-async def login_page(settings: SiteSettings) -> Template:
-    return page("login.html", settings, title="Sign in")
+@get("/")
+async def index(request: Request, settings: SiteSettings) -> Redirect:
+    signed_in = settings.session_cookie in request.cookies
+    return Redirect("/files" if signed_in else "/login", status_code=HTTP_303_SEE_OTHER)
+
+
+@get("/login")
+async def login_page(settings: SiteSettings, next_path: NextPath = None) -> Template:
+    return page("login.html", settings, title="Sign in", next=safe_next(next_path))
+
+
+@get("/files")
+async def files_page(viewer: Viewer, settings: SiteSettings) -> Template:
+    return page("files.html", settings, title="Files", viewer=viewer, current="files")
+
+
+@get("/tasks")
+async def tasks_page(viewer: Viewer, settings: SiteSettings) -> Template:
+    return page("tasks.html", settings, title="Tasks", viewer=viewer, current="tasks",
+                captcha=captcha_widget(settings, "task_submit"))
+
+
+@get("/tasks/{task_id:uuid}")
+async def task_page(task_id: FromPath[UUID], viewer: Viewer, runtime: SiteRuntime) -> Template:
+    settings = runtime.settings
+    try:
+        async with runtime.pool.acquire() as conn:
+            await tasks.get_task(conn, viewer.id, task_id)
+    except TaskNotFound:
+        return page("not_found.html", settings, title="Task not found", viewer=viewer, current="tasks",
+                    status_code=HTTP_404_NOT_FOUND)
+    return page("task.html", settings, title="Task", viewer=viewer, current="tasks", task_id=str(task_id),
+                captcha=captcha_widget(settings, "task_retry"))
+
+
+pages_router = Router(
+    path="/",
+    route_handlers=[index, login_page, files_page, tasks_page, task_page],
+    dependencies={"viewer": Provide(provide_viewer)},
+    exception_handlers={SignInRequired: redirect_to_login},
+    include_in_schema=False,
+)

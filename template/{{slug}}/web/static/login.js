@@ -1,8 +1,10 @@
-// Sign in or register through the JSON API, then go to the files page.
+// Sign in or register through the JSON API, then go where the visitor was headed (a path on this
+// site, checked by the server when it rendered the page) or to the files page.
 "use strict";
 (function () {
   const form = document.getElementById("auth-form");
   const message = document.getElementById("auth-message");
+  const next = document.getElementById("main").dataset.next || "/files";
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
     const action = event.submitter && event.submitter.value === "register" ? "register" : "login";
@@ -17,7 +19,7 @@
         credentials: "same-origin",
       });
       if (response.ok) {
-        window.location.assign("/files");
+        window.location.assign(next);
         return;
       }
       const payload = await response.json().catch(() => null);

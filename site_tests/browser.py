@@ -1,0 +1,120 @@
+"""Real Chromium (Debian's /usr/bin/chromium) driven by playwright, for the page scenarios.
+
+No browser is ever downloaded: playwright starts the system binary. Without it the
+page scenarios skip — unless SITEKIT_REQUIRE_BROWSER is set (the kit's test command
+and CI set it), when a missing browser is a failure.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, BrowserContext, ConsoleMessage, Page, Playwright
+
+from harness import KIT_ROOT
+from harness.state import SiteRecord
+
+from .client import PASSWORD
+
+CHROMIUM = Path(os.environ.get("SITEKIT_CHROMIUM", "/usr/bin/chromium"))
+# Chromium's own calls home are refused on a closed network; these keep it quiet.
+ARGS = ["--no-sandbox", "--disable-background-networking", "--disable-component-update", "--disable-sync",
+        "--disable-gpu", "--no-first-run"]
+PHONE = {"width": 390, "height": 844}
+WIDTHS = (320, 390)
+ARTIFACTS = Path(os.environ.get("SITEKIT_ARTIFACTS", KIT_ROOT / "artifacts"))
+CSP_VIOLATION = re.compile(r"Content Security Policy|Refused to (load|execute|apply)", re.IGNORECASE)
+
+
+def require_chromium() -> None:
+    if CHROMIUM.exists():
+        return
+    message = f"{CHROMIUM} is not installed (apt-get install chromium)"
+    if os.environ.get("SITEKIT_REQUIRE_BROWSER"):
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+def launch(playwright: Playwright) -> Browser:
+    return playwright.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+
+
+class Console:
+    """What a page said that a user never should see happen: CSP refusals and script errors."""
+
+    def __init__(self) -> None:
+        self.problems: list[str] = []
+
+    def message(self, message: ConsoleMessage) -> None:
+        if CSP_VIOLATION.search(message.text) or (message.type == "error" and "Failed to load resource" not in
+                                                  message.text):
+            self.problems.append(f"{message.type}: {message.text}")
+
+    def page_error(self, error: Exception) -> None:
+        self.problems.append(f"uncaught: {error}")
+
+
+class SitePage:
+    """One browser tab on one site, with what its console reported."""
+
+    def __init__(self, site: SiteRecord, context: BrowserContext) -> None:
+        self.account: dict | None = None
+        self.site = site
+        self.context = context
+        self.console = Console()
+        self.page = context.new_page()
+        self.page.on("console", self.console.message)
+        self.page.on("pageerror", self.console.page_error)
+
+    def url(self, path: str) -> str:
+        return f"{self.site.base_url}{path}"
+
+    def goto(self, path: str) -> Page:
+        self.page.goto(self.url(path))
+        return self.page
+
+    def api(self, method: str, path: str, **kwargs):
+        """The JSON API with the browser's own cookies (and the site's Origin, as its pages send)."""
+        response = self.context.request.fetch(self.url(path), method=method,
+                                              headers={"Origin": self.site.origin, **kwargs.pop("headers", {})},
+                                              **kwargs)
+        return response
+
+    def register(self, email: str) -> dict:
+        response = self.api("POST", "/api/auth/register", data={"email": email, "password": PASSWORD})
+        assert response.status == 201, response.text()
+        return response.json()
+
+    def upload(self, data: bytes, name: str, content_type: str = "text/plain") -> dict:
+        response = self.api("POST", f"/api/files?name={name}", data=data, headers={"Content-Type": content_type})
+        assert response.status == 201, response.text()
+        return response.json()
+
+    def session_token(self) -> str:
+        return next(c["value"] for c in self.context.cookies(self.site.base_url) if c["name"] == self.site.cookie_name)
+
+    def screenshot(self, name: str) -> Path:
+        path = ARTIFACTS / "screenshots" / self.site.slug / f"{name}-{self.page.viewport_size['width']}.png"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.page.screenshot(path=str(path), full_page=True)
+        return path
+
+    def overflow(self) -> tuple[int, int]:
+        """(scrollWidth, innerWidth): the page scrolls sideways when the first is larger."""
+        width, inner = self.page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
+        return width, inner
+
+
+@contextmanager
+def site_page(browser: Browser, site: SiteRecord, **options) -> Iterator[SitePage]:
+    context = browser.new_context(viewport=PHONE, accept_downloads=True, **options)
+    context.set_default_timeout(20_000)
+    try:
+        yield SitePage(site, context)
+    finally:
+        context.close()

@@ -1,0 +1,361 @@
+"""The pages in real Chromium against every live site: sign in, files, tasks, polling, offline,
+a lost submit response, and layouts at 320 and 390 px. Screenshots at 390 px go to artifacts/."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import secrets
+from collections.abc import Iterator
+
+import pytest
+from playwright.sync_api import Browser, Page, Route, expect, sync_playwright
+
+from harness.state import SiteRecord
+
+from . import db, faults
+from .browser import WIDTHS, SitePage, launch, require_chromium, site_page
+from .client import PASSWORD, SiteClient, grant_credits, policy
+from .operator import maintain
+from .waiting import wait_for
+
+SOURCE = b"first line  \r\nsecond\t\r\nthird"
+NORMALIZED = b"first line\nsecond\nthird"
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    # Module scope: playwright's sync API holds an event loop on this thread while it runs,
+    # so it lives only as long as this module's tests do.
+    require_chromium()
+    with sync_playwright() as playwright:
+        chromium = launch(playwright)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def tab(browser: Browser, site: SiteRecord) -> Iterator[SitePage]:
+    with site_page(browser, site) as opened:
+        yield opened
+        assert opened.console.problems == [], opened.console.problems
+
+
+@pytest.fixture
+def signed_in(tab: SitePage) -> SitePage:
+    tab.account = tab.register(f"{tab.site.slug}-{secrets.token_hex(5)}@example.com")
+    grant_credits(tab.site, tab.account["id"])
+    return tab
+
+
+def start_task(tab: SitePage, file_name: str, trim: bool = False) -> None:
+    page = tab.goto("/tasks")
+    page.locator("#start-file").select_option(label=file_name)
+    page.locator("#start-trim").set_checked(trim)
+    page.locator("#start-button").click()
+
+
+def task_id_of(page: Page) -> str:
+    page.wait_for_url(re.compile(r"/tasks/[0-9a-f-]{36}$"))
+    return page.url.rsplit("/", 1)[1]
+
+
+def downloaded(page: Page, link: str) -> bytes:
+    with page.expect_download() as info:
+        page.locator(link).click()
+    return open(info.value.path(), "rb").read()
+
+
+def test_sign_in_upload_run_preview_and_download(tab: SitePage) -> None:
+    page = tab.page
+    email = f"{tab.site.slug}-{secrets.token_hex(5)}@example.com"
+    tab.goto("/tasks")
+    expect(page).to_have_url(re.compile(r"/login\?next=/tasks$"))
+    page.fill("input[name=email]", email)
+    page.fill("input[name=password]", PASSWORD)
+    page.get_by_role("button", name="Create account").click()
+    expect(page).to_have_url(tab.url("/tasks"))
+    page.get_by_role("button", name="Sign out").click()
+    expect(page).to_have_url(tab.url("/login"))
+    assert tab.goto("/files").url.endswith("/login?next=/files")
+    # Signing in by keyboard alone.
+    page.locator("input[name=email]").focus()
+    page.keyboard.type(email)
+    page.keyboard.press("Tab")
+    page.keyboard.type(PASSWORD)
+    page.keyboard.press("Enter")
+    expect(page).to_have_url(tab.url("/files"))
+    grant_credits(tab.site, tab.api("GET", "/api/me").json()["id"])
+
+    page.locator("#upload-file").set_input_files(files=[{"name": "notes.txt", "mimeType": "text/plain",
+                                                          "buffer": SOURCE}])
+    page.get_by_role("button", name="Upload").click()
+    expect(page.locator("#upload-message")).to_have_text(f"Stored notes.txt ({len(SOURCE)} B).")
+    item = page.locator("#file-list li", has_text="notes.txt")
+    item.get_by_role("button", name="Preview").click()
+    expect(page.locator("#preview-text")).to_have_text(SOURCE.decode().replace("\r\n", "\n"))
+    expect(page.locator("#preview-truncated")).to_be_hidden()
+    page.get_by_role("button", name="Close").click()
+    assert downloaded(page, "#file-list li >> text=Download") == SOURCE
+
+    # Start by keyboard: choose the file, tick the option, press Enter on Start.
+    page.get_by_role("link", name="Tasks").click()
+    expect(page.locator("#start-file option", has_text="notes.txt")).to_have_count(1)
+    page.locator("#start-file").focus()
+    page.keyboard.press("ArrowDown")
+    page.keyboard.press("Tab")
+    page.keyboard.press("Space")
+    expect(page.locator("#start-trim")).to_be_checked()
+    page.locator("#start-button").focus()
+    page.keyboard.press("Enter")
+    task_id = task_id_of(page)
+
+    # The status comes from the server's polling; the result appears only after success.
+    expect(page.locator("#status")).to_have_text("Succeeded")
+    expect(page.locator("#result-digest")).to_have_text(hashlib.sha256(NORMALIZED).hexdigest())
+    expect(page.locator("#attempts")).to_contain_text("1 of ")
+    page.get_by_role("button", name="Preview").click()
+    expect(page.locator("#result-text")).to_have_text(NORMALIZED.decode())
+    assert downloaded(page, "#result-download") == NORMALIZED
+    tab.screenshot("task")
+
+    # Straight to the detail page, as after a refresh or from a bookmark.
+    page.reload()
+    expect(page.locator("#status")).to_have_text("Succeeded")
+    fresh = page.context.new_page()
+    fresh.goto(tab.url(f"/tasks/{task_id}"))
+    expect(fresh.locator("#result-digest")).to_have_text(hashlib.sha256(NORMALIZED).hexdigest())
+    fresh.close()
+    tab.goto("/tasks")
+    expect(page.locator(f"#task-list li[data-task-id='{task_id}'] .status")).to_have_text("Succeeded")
+    tab.screenshot("tasks")
+    tab.goto("/files")
+    expect(page.locator("#file-list li", has_text="notes.normalized.txt")).to_have_count(1)
+    tab.screenshot("files")
+
+
+def test_cancel_a_waiting_task_and_file_in_use_in_words(signed_in: SitePage) -> None:
+    page, site = signed_in.page, signed_in.site
+    file = signed_in.upload(b"held by a task", "held.txt")
+    with faults.refuse_claims(site, signed_in.account["id"]):
+        start_task(signed_in, "held.txt")
+        task_id = task_id_of(page)
+        expect(page.locator("#status")).to_have_text(re.compile(r"^(Waiting to start|Queued)$"))
+        expect(page.locator("#result")).to_be_hidden()
+        expect(page.locator("#retry")).to_be_hidden()
+
+        files = page.context.new_page()
+        files.goto(signed_in.url("/files"))
+        files.on("dialog", lambda dialog: dialog.accept())
+        files.locator(f"#file-list li[data-file-id='{file['id']}']").get_by_role("button", name="Delete").click()
+        expect(files.locator("#list-message")).to_contain_text("is the input of an active task")
+        files.close()
+
+        page.get_by_role("button", name="Cancel task").click()
+        expect(page.locator("#status")).to_have_text("Canceled")
+        expect(page.locator("#cancel")).to_be_hidden()
+        expect(page.locator("#retry")).to_be_hidden()
+    assert db.fetchval(site, "SELECT status FROM task WHERE id = $1", task_id) == "canceled"
+
+
+def test_running_task_shows_cancel_requested_until_it_settles(signed_in: SitePage) -> None:
+    page, site = signed_in.page, signed_in.site
+    signed_in.upload(b"stuck at publish", "stuck.txt")
+    with faults.refuse_publish(site, signed_in.account["id"]) as fault:
+        start_task(signed_in, "stuck.txt")
+        task_id = task_id_of(page)
+        wait_for(lambda: fault.hits() >= 1, what="the executor to reach publish")
+        expect(page.locator("#status")).to_have_text("Running")
+        page.get_by_role("button", name="Cancel task").click()
+        expect(page.locator("#status")).to_have_text("Cancel requested")
+        expect(page.locator("#cancel-requested")).to_be_visible()
+    # The executor lost the task; once its lease is over, maintenance settles the cancel.
+    db.execute(site, "UPDATE task SET lease_expires_at = now() - interval '1 s' WHERE id = $1", task_id)
+    maintain(site)
+    expect(page.locator("#status")).to_have_text("Canceled")
+    expect(page.locator("#cancel-requested")).to_be_hidden()
+
+
+def test_retry_is_offered_only_when_eligible(signed_in: SitePage) -> None:
+    page, site = signed_in.page, signed_in.site
+    rules = policy(site)
+    budget = rules["tasks"]["max_attempts"]
+
+    # Not valid UTF-8: fails for good, no retry offered.
+    signed_in.upload(b"caf\xe9 au lait", "latin1.txt")
+    start_task(signed_in, "latin1.txt")
+    task_id_of(page)
+    expect(page.locator("#status")).to_have_text("Failed")
+    expect(page.locator("#failure")).to_contain_text("not valid UTF-8")
+    expect(page.locator("#retry")).to_be_hidden()
+
+    # No room for the result: STORAGE_FULL may be retried once space is freed.
+    source = b"no room for the result of this task"
+    signed_in.upload(source, "roomless.txt")
+    quota, largest = rules["files"]["quota_bytes"], rules["files"]["max_file_bytes"]
+    fill = quota - db.fetchval(site, "SELECT used_bytes FROM storage_usage WHERE account_id = $1",
+                               signed_in.account["id"]) - len(source) // 2
+    fillers = []
+    while fill > 0:
+        fillers.append(signed_in.upload(b"f" * min(fill, largest), f"filler-{len(fillers)}.bin",
+                                        "application/octet-stream"))
+        fill -= min(fill, largest)
+    start_task(signed_in, "roomless.txt")
+    expect(page.locator("#status")).to_have_text("Failed")
+    expect(page.locator("#failure")).to_contain_text("not enough storage")
+    expect(page.locator("#attempts")).to_have_text(f"1 of {budget} used")
+    expect(page.locator("#retry")).to_be_visible()
+    expect(page.locator("#retry-budget")).to_have_text(f"This would be attempt 2 of {budget}.")
+    tab_shot = signed_in.screenshot("task-retry")
+    assert tab_shot.exists()
+
+    assert signed_in.api("DELETE", f"/api/files/{fillers[0]['id']}").status == 204
+    page.get_by_role("button", name="Retry").click()
+    expect(page.locator("#status")).to_have_text("Succeeded")
+    expect(page.locator("#attempts")).to_have_text(f"2 of {budget} used")
+    expect(page.locator("#retry")).to_be_hidden()
+
+
+def test_a_lost_submit_response_is_resent_with_the_same_key(signed_in: SitePage) -> None:
+    page, site = signed_in.page, signed_in.site
+    signed_in.upload(b"sent once", "once.txt")
+    signed_in.goto("/tasks")
+    expect(page.locator("#start-file option", has_text="once.txt")).to_have_count(1)
+    keys: list[str] = []
+
+    def lose_the_answer(route: Route) -> None:
+        if route.request.method != "POST":
+            route.fallback()  # the list reloads as usual
+            return
+        keys.append(route.request.post_data_json["requestKey"])
+        route.fetch()  # the server gets it and creates the task...
+        route.abort("connectionreset")  # ...but its answer never reaches the page
+
+    def count() -> int:
+        return db.fetchval(site, "SELECT count(*) FROM task WHERE owner_id = $1", signed_in.account["id"])
+
+    page.route("**/api/tasks", lose_the_answer)
+    start_task(signed_in, "once.txt")
+    expect(page.locator("#start-message")).to_contain_text("may or may not have started")
+    assert count() == 1
+    page.unroute("**/api/tasks")
+    sent: list[str] = []
+    page.on("request", lambda request: sent.append(request.post_data_json["requestKey"])
+            if request.method == "POST" and request.url.endswith("/api/tasks") else None)
+    page.locator("#start-button").click()
+    task_id = task_id_of(page)
+    assert sent == keys and count() == 1
+    assert db.fetchval(site, "SELECT request_key::text FROM task WHERE id = $1", task_id) == keys[0]
+
+    # Lost again; then the option changes: that is a new request with a new key.
+    page.route("**/api/tasks", lose_the_answer)
+    start_task(signed_in, "once.txt")
+    expect(page.locator("#start-message")).to_contain_text("may or may not have started")
+    page.unroute("**/api/tasks")
+    page.locator("#start-trim").check()
+    page.locator("#start-button").click()
+    task_id_of(page)
+    assert len(set(keys)) == 2 and sent[-1] not in keys and count() == 3
+
+
+def test_offline_disables_actions_and_reconnecting_rechecks(signed_in: SitePage) -> None:
+    page, site = signed_in.page, signed_in.site
+    signed_in.upload(b"waiting while offline", "offline.txt")
+    with faults.refuse_claims(site, signed_in.account["id"]):
+        start_task(signed_in, "offline.txt")
+        task_id = task_id_of(page)
+        cancel = page.get_by_role("button", name="Cancel task")
+        expect(cancel).to_be_enabled()
+
+        page.context.set_offline(True)
+        expect(page.locator("#connection")).to_contain_text("You are offline")
+        expect(cancel).to_be_disabled()
+        expect(page.get_by_role("button", name="Sign out")).to_be_disabled()
+        # Meanwhile the task changes on the server, from another device of the same account.
+        with SiteClient(site) as other_device:
+            other_device.cookies.set(site.cookie_name, signed_in.session_token())
+            assert other_device.post(f"/api/tasks/{task_id}/cancel").json()["status"] == "canceled"
+        expect(page.locator("#status")).not_to_have_text("Canceled")  # offline: nothing is fetched
+        page.context.set_offline(False)
+        expect(page.locator("#connection")).to_be_hidden()
+        expect(page.locator("#status")).to_have_text("Canceled")
+        expect(page.get_by_role("button", name="Sign out")).to_be_enabled()
+
+    # A failed query pauses polling and says so; "Try again" resumes it.
+    signed_in.goto("/tasks")
+    page.route("**/api/tasks", lambda route: route.fulfill(status=503, content_type="application/json",
+                                                           body='{"error": {"domain": "request", "code": '
+                                                                '"UNAVAILABLE", "message": "x"}}'))
+    page.reload()
+    expect(page.locator("#list-poll")).to_contain_text("Updates are paused")
+    page.unroute("**/api/tasks")
+    page.locator("#list-poll").get_by_role("button", name="Try again").click()
+    expect(page.locator("#list-poll")).to_be_empty()
+    expect(page.locator(f"#task-list li[data-task-id='{task_id}'] .status")).to_have_text("Canceled")
+
+
+def test_pages_fit_320_and_390_pixels(signed_in: SitePage) -> None:
+    page = signed_in.page
+    long_name = "anunbrokenfilenamethatnobrowsercanwrap" * 4 + ".txt"
+    source = (b"x" * 300 + b"\n") * 300  # over 64 KiB: the preview says it is cut
+    file = signed_in.upload(source, long_name)
+    start_task(signed_in, long_name)
+    task_id = task_id_of(page)
+    expect(page.locator("#status")).to_have_text("Succeeded")
+    pages = {
+        "login": "/login",
+        "files": "/files",
+        "tasks": "/tasks",
+        "task": f"/tasks/{task_id}",
+        "not-found": "/tasks/00000000-0000-4000-8000-000000000000",
+    }
+    for width in WIDTHS:
+        page.set_viewport_size({"width": width, "height": 800})
+        for name, path in pages.items():
+            signed_in.goto(path)
+            page.wait_for_load_state("networkidle")
+            scroll, inner = signed_in.overflow()
+            assert scroll <= inner, f"{path} at {width} px: scrollWidth {scroll} > innerWidth {inner}"
+            if width == 390:
+                signed_in.screenshot(name)
+        signed_in.goto("/files")
+        page.locator(f"#file-list li[data-file-id='{file['id']}']").get_by_role("button", name="Preview").click()
+        expect(page.locator("#preview-truncated")).to_be_visible()
+        scroll, inner = signed_in.overflow()
+        assert scroll <= inner, f"preview dialog at {width} px: scrollWidth {scroll} > innerWidth {inner}"
+        if width == 390:
+            signed_in.screenshot("files-preview")
+
+
+def test_another_accounts_task_page_is_not_found(signed_in: SitePage, browser: Browser) -> None:
+    page, site = signed_in.page, signed_in.site
+    signed_in.upload(b"mine", "mine.txt")
+    start_task(signed_in, "mine.txt")
+    task_id = task_id_of(page)
+    with site_page(browser, site) as stranger:
+        stranger.register(f"{site.slug}-{secrets.token_hex(5)}@example.com")
+        response = stranger.page.goto(stranger.url(f"/tasks/{task_id}"))
+        assert response is not None and response.status == 404
+        expect(stranger.page.get_by_role("heading", name="Task not found")).to_be_visible()
+        missing = stranger.page.goto(stranger.url("/tasks/00000000-0000-4000-8000-000000000000"))
+        assert missing is not None and missing.status == 404
+
+
+def test_one_browser_signed_in_to_two_sites(browser: Browser, pair: tuple[SiteRecord, SiteRecord]) -> None:
+    """Cookies ignore ports: one browser holds both sites' cookies, and each page shows its own account."""
+    a, b = pair
+    context = browser.new_context()
+    try:
+        emails = {}
+        for site in (a, b):
+            page = SitePage(site, context)
+            emails[site.slug] = f"{site.slug}-{secrets.token_hex(5)}@example.com"
+            page.register(emails[site.slug])
+        assert {a.cookie_name, b.cookie_name} <= {c["name"] for c in context.cookies()}
+        for site in (a, b):
+            page = SitePage(site, context)
+            page.goto("/files")
+            expect(page.page.locator(".who")).to_have_text(emails[site.slug])
+            assert page.console.problems == []
+    finally:
+        context.close()

@@ -1,0 +1,62 @@
+// The JSON API as the pages use it: one fetch wrapper, two kinds of failure.
+//
+// ApiError: the server answered with the error envelope (a definitive "no").
+// NetworkError: no answer at all (offline, server down, response lost) — the
+// request may or may not have been carried out, so callers must not assume
+// either and must keep whatever they need to repeat it safely.
+"use strict";
+
+export class ApiError extends Error {
+  constructor(status, error, requestId) {
+    super(error.message || "The request failed.");
+    this.status = status;
+    this.code = error.code || "INTERNAL";
+    this.domain = error.domain || "request";
+    this.retryAfterSeconds = error.retryAfterSeconds;
+    this.requestId = error.requestId || requestId;
+  }
+}
+
+export class NetworkError extends Error {
+  constructor() {
+    super("The server did not answer.");
+  }
+}
+
+export async function request(method, path, { json, body, headers } = {}) {
+  const init = { method, credentials: "same-origin", headers: { Accept: "application/json", ...headers } };
+  if (json !== undefined) {
+    init.headers["Content-Type"] = "application/json";
+    init.body = JSON.stringify(json);
+  } else if (body !== undefined) {
+    init.body = body;
+  }
+  let response;
+  try {
+    response = await fetch(path, init);
+  } catch (error) {
+    throw new NetworkError();
+  }
+  if (response.status === 204) {
+    return null;
+  }
+  const payload = await response.json().catch(() => null);
+  if (!response.ok) {
+    const error = payload && payload.error ? payload.error : { code: "INTERNAL" };
+    if (response.status === 401 && error.code === "UNAUTHENTICATED") {
+      // The session ended (signed out elsewhere, expired, password changed): sign in again, then come back.
+      window.location.assign(`/login?next=${encodeURIComponent(window.location.pathname)}`);
+    }
+    throw new ApiError(response.status, error, response.headers.get("X-Request-Id"));
+  }
+  if (payload === null) {
+    throw new ApiError(response.status, { code: "INTERNAL" }, response.headers.get("X-Request-Id"));
+  }
+  return payload;
+}
+
+export const api = {
+  get: (path) => request("GET", path),
+  post: (path, json) => request("POST", path, { json }),
+  delete: (path) => request("DELETE", path),
+};

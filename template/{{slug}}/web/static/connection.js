@@ -1,0 +1,95 @@
+// Online, offline and stale state for every page.
+//
+// Offline, whatever the page shows may be out of date, so every control marked
+// `data-action` is disabled and a notice says why. Back online — or back to
+// the tab — the page re-checks (the `onRecheck` handlers reload what it shows);
+// only after that succeeds are the actions enabled again.
+"use strict";
+
+const notice = document.getElementById("connection");
+const rechecks = new Set();
+let stale = !navigator.onLine;
+let checking = null;
+
+export function onRecheck(handler) {
+  rechecks.add(handler);
+}
+
+export function isStale() {
+  return stale;
+}
+
+function applyToActions() {
+  for (const control of document.querySelectorAll("[data-action]")) {
+    if (stale && !control.disabled) {
+      control.disabled = true;
+      control.dataset.staleDisabled = "";
+    } else if (!stale && control.dataset.staleDisabled !== undefined) {
+      control.disabled = false;
+      delete control.dataset.staleDisabled;
+    }
+  }
+}
+
+function say(text, withRetry = false) {
+  notice.replaceChildren(text);
+  if (withRetry) {
+    const again = document.createElement("button");
+    again.type = "button";
+    again.className = "secondary";
+    again.textContent = "Try again";
+    again.addEventListener("click", () => recheck());
+    notice.append(" ", again);
+  }
+  notice.hidden = false;
+}
+
+function setStale(value) {
+  stale = value;
+  document.body.classList.toggle("stale", stale);
+  applyToActions();
+}
+
+export function recheck() {
+  if (!navigator.onLine) {
+    return Promise.resolve(false);
+  }
+  if (checking) {
+    return checking;
+  }
+  if (stale) {
+    say("Back online. Checking for changes…");
+  }
+  checking = Promise.all([...rechecks].map((handler) => handler().catch(() => false)))
+    .then((results) => {
+      const fresh = results.every(Boolean);
+      if (fresh) {
+        setStale(false);
+        notice.hidden = true;
+      } else if (stale) {
+        say("Still could not reach the server. Actions stay paused until the page has checked for changes.", true);
+      }
+      return fresh;
+    })
+    .finally(() => {
+      checking = null;
+    });
+  return checking;
+}
+
+window.addEventListener("offline", () => {
+  setStale(true);
+  say("You are offline. Actions are paused until you reconnect and the page has checked for changes.");
+});
+window.addEventListener("online", () => recheck());
+document.addEventListener("visibilitychange", () => {
+  if (document.visibilityState === "visible") {
+    recheck();
+  }
+});
+// Controls rendered while stale (a list redrawn from old data) start disabled too.
+new MutationObserver(() => stale && applyToActions()).observe(document.body, { subtree: true, childList: true });
+if (stale) {
+  setStale(true);
+  say("You are offline. Actions are paused until you reconnect and the page has checked for changes.");
+}

@@ -1,0 +1,199 @@
+// The tasks page: start a task from a ready text file, and the list of tasks.
+//
+// A start whose answer never arrived may still have created the task. The
+// page keeps that request (its key, file and option) and a second click sends
+// exactly the same request again, which the server answers with the task it
+// already made — never a second one. Choosing another file or option starts a
+// new request with a new key.
+"use strict";
+
+import { ApiError, api } from "/static/api.js";
+import { captchaToken, resetCaptcha } from "/static/captcha.js";
+import { onRecheck, recheck } from "/static/connection.js";
+import { element, formatTime } from "/static/format.js";
+import { Poller } from "/static/poller.js";
+import { ACTIVE, errorWords, statusWords } from "/static/words.js";
+
+const LIST_EVERY_MS = 5000;
+const MAX_FILE_PAGES = 10;
+const TEXT = "text/plain";
+
+const form = document.getElementById("start-form");
+const select = document.getElementById("start-file");
+const trim = document.getElementById("start-trim");
+const startButton = document.getElementById("start-button");
+const startMessage = document.getElementById("start-message");
+const widget = document.getElementById("captcha");
+const list = document.getElementById("task-list");
+const listMessage = document.getElementById("list-message");
+const more = document.getElementById("more-tasks");
+let pending = null; // {requestKey, fileId, trim}: a start whose answer is not known yet
+let nextCursor = null;
+const extraPages = [];
+
+function tell(where, text, isError = false) {
+  where.textContent = text;
+  where.classList.toggle("error", isError);
+}
+
+// --- the start form ----------------------------------------------------------------
+
+async function loadTextFiles() {
+  const files = [];
+  let cursor = null;
+  for (let page = 0; page < MAX_FILE_PAGES; page += 1) {
+    const answer = await api.get(`/api/files${cursor ? `?cursor=${encodeURIComponent(cursor)}` : ""}`);
+    files.push(...answer.items.filter((file) => file.contentType === TEXT));
+    cursor = answer.nextCursor;
+    if (!cursor) {
+      break;
+    }
+  }
+  const chosen = select.value;
+  select.replaceChildren(element("option", files.length ? "Choose a text file" : "No text files yet", ""));
+  select.firstChild.value = "";
+  for (const file of files) {
+    const option = element("option", file.name);
+    option.value = file.id;
+    select.append(option);
+  }
+  if (files.some((file) => file.id === chosen)) {
+    select.value = chosen;
+  }
+  document.getElementById("no-files").hidden = files.length > 0;
+}
+
+// A version 4 UUID. crypto.randomUUID exists only in secure contexts; getRandomValues everywhere.
+function newRequestKey() {
+  const bytes = crypto.getRandomValues(new Uint8Array(16));
+  bytes[6] = (bytes[6] & 0x0f) | 0x40;
+  bytes[8] = (bytes[8] & 0x3f) | 0x80;
+  const hex = [...bytes].map((byte) => byte.toString(16).padStart(2, "0")).join("");
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}
+
+function currentRequest() {
+  const input = { fileId: select.value, trim: trim.checked };
+  if (!pending || pending.fileId !== input.fileId || pending.trim !== input.trim) {
+    pending = { requestKey: newRequestKey(), ...input };
+  }
+  return pending;
+}
+
+// A different file or option is a different request: forget the unanswered one.
+for (const control of [select, trim]) {
+  control.addEventListener("change", () => {
+    pending = null;
+    tell(startMessage, "");
+  });
+}
+
+form.addEventListener("submit", async (event) => {
+  event.preventDefault();
+  if (!select.value) {
+    tell(startMessage, "Choose a text file to start a task.", true);
+    return;
+  }
+  const submit = currentRequest();
+  const body = {
+    requestKey: submit.requestKey,
+    processor: "text-normalize",
+    fileId: submit.fileId,
+    params: { trimTrailingWhitespace: submit.trim },
+  };
+  const token = captchaToken(widget);
+  if (token === null) {
+    tell(startMessage, "Complete the captcha check first.", true);
+    return;
+  }
+  if (token !== undefined) {
+    body.captchaToken = token;
+  }
+  startButton.disabled = true;
+  tell(startMessage, "Starting…");
+  try {
+    const task = await api.post("/api/tasks", body);
+    pending = null;
+    window.location.assign(`/tasks/${task.id}`);
+  } catch (error) {
+    startButton.disabled = false;
+    resetCaptcha(widget);
+    if (error instanceof ApiError) {
+      tell(startMessage, errorWords(error), true);
+    } else {
+      tell(startMessage, "The server did not answer, so the task may or may not have started. "
+        + "Press Start again to send the same request: it will not start a second task.", true);
+    }
+  }
+});
+
+// --- the list ------------------------------------------------------------------
+
+function taskItem(task) {
+  const item = element("li", null, "item");
+  item.dataset.taskId = task.id;
+  const about = element("div", null, "about");
+  const link = element("a", task.input.name, "name");
+  link.href = `/tasks/${task.id}`;
+  about.append(link);
+  const option = task.params.trimTrailingWhitespace ? " · trims line ends" : "";
+  about.append(element("span", `Started ${formatTime(task.createdAt)}${option}`, "meta"));
+  const status = element("span", statusWords(task), `status status-${task.status}`);
+  item.append(about, status);
+  return item;
+}
+
+function render() {
+  // A task can show up on two pages while new ones push the list down: keep its newest view.
+  const byId = new Map();
+  for (const task of [...firstPage.items, ...extraPages.flatMap((page) => page.items)]) {
+    if (!byId.has(task.id)) {
+      byId.set(task.id, task);
+    }
+  }
+  const tasks = [...byId.values()];
+  list.replaceChildren(...tasks.map(taskItem));
+  more.hidden = !nextCursor;
+  tell(listMessage, tasks.length ? "" : "No tasks yet.");
+  return tasks.some((task) => ACTIVE.has(task.status));
+}
+
+let firstPage = { items: [] };
+
+async function loadList() {
+  firstPage = await api.get("/api/tasks");
+  if (!extraPages.length) {
+    nextCursor = firstPage.nextCursor;
+  }
+  return render();
+}
+
+const poller = new Poller(loadList, LIST_EVERY_MS, document.getElementById("list-poll"));
+
+more.addEventListener("click", async () => {
+  more.disabled = true;
+  try {
+    const page = await api.get(`/api/tasks?cursor=${encodeURIComponent(nextCursor)}`);
+    extraPages.push(page);
+    nextCursor = page.nextCursor;
+    render();
+  } catch (error) {
+    tell(listMessage, `Could not load more tasks: ${errorWords(error)}`, true);
+  } finally {
+    more.disabled = false;
+  }
+});
+
+async function refreshFiles() {
+  try {
+    await loadTextFiles();
+    return true;
+  } catch (error) {
+    tell(startMessage, `Could not load your files: ${errorWords(error)}`, true);
+    return false;
+  }
+}
+
+onRecheck(refreshFiles);
+onRecheck(() => poller.now());
+recheck();

@@ -1,0 +1,70 @@
+"""``python -m <site> dev`` run by a test: started, waited for, and stopped with everything it started."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from harness.processes import free_port
+from harness.services import embedded
+
+SERVICE_URLS = ("DATABASE_URL", "BROKER_URL", "S3_ENDPOINT_URL")
+
+
+class DevSite:
+    def __init__(self, port: int, log: Path, children: set[int]) -> None:
+        self.port = port
+        self.url = f"http://127.0.0.1:{port}"
+        self.log = log
+        self.children = children
+
+
+def descendants(pid: int) -> set[int]:
+    found: set[int] = set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.add(int(entry.name))
+    return found
+
+
+@contextmanager
+def dev_site(site_dir: Path, python: str, slug: str, state: Path, env: dict[str, str] | None = None
+             ) -> Iterator[DevSite]:
+    """The site with embedded services on a free port; on the way out Ctrl-C, and every child is gone."""
+    port = free_port()
+    environment = {k: v for k, v in os.environ.items() if k not in SERVICE_URLS} | (env or {})
+    log_path = state.parent / f"{state.name}-dev.log"
+    log = log_path.open("w+")
+    dev = subprocess.Popen(
+        [python, "-m", slug, "dev", "--port", str(port), "--state", str(state)],
+        cwd=site_dir, env=environment, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+    )
+    children: set[int] = set()
+    try:
+        def announced() -> bool:
+            log.seek(0)
+            return "is running at" in log.read()
+
+        embedded().wait_until(announced, 120, "dev announcing its URL", dev)
+        children = descendants(dev.pid)
+        yield DevSite(port, log_path, children)
+    finally:
+        dev.send_signal(signal.SIGINT)
+        dev.wait(timeout=60)
+        log.close()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and any(embedded().pid_alive(p) for p in children):
+        time.sleep(0.1)
+    assert not [p for p in children if embedded().pid_alive(p)], "dev left processes running"
+    embedded().remove_state(embedded().postgres_data_dir(state.resolve()))
