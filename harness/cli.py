@@ -1,4 +1,4 @@
-"""``python -m harness up | down | verify | report``."""
+"""``python -m harness up | down | verify | report | bench``."""
 
 from __future__ import annotations
 
@@ -65,6 +65,34 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_bench(args: argparse.Namespace) -> int:
+    from .bench import report as bench_report
+    from .bench.results import BenchConfig
+    from .bench.run import run, write_outputs
+
+    state_dir = Path(args.state) if args.state else KIT_ROOT / ".state" / "bench" / _default_state().name
+    config = BenchConfig(sites=args.sites, tasks=args.tasks, concurrency=args.concurrency)
+    result = run(config, state_dir)
+    written = write_outputs(result, state_dir, Path(args.json) if args.json else None,
+                            Path(args.plot) if args.plot else None)
+    print(bench_report.text(result), end="")
+    print("wrote: " + ", ".join(str(path) for path in written))
+    return 0 if all(not api.problems for api in result.api) else 1
+
+
+def bench_problem(args: argparse.Namespace) -> str | None:
+    """Why these bench options cannot run, or None."""
+    from .render import NAMES
+
+    if not 1 <= args.sites <= len(NAMES):
+        return f"--sites must be between 1 and {len(NAMES)}"
+    if args.tasks < 1:
+        return "--tasks must be at least 1"
+    if not 1 <= args.concurrency <= 64:
+        return "--concurrency must be between 1 and 64"
+    return None
+
+
 def add_process_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--web-processes", type=int, default=1, help="web processes per site (one port)")
     parser.add_argument("--workers", type=int, default=1, help="worker processes per site")
@@ -94,6 +122,15 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument("pytest_args", nargs="*", help="extra pytest arguments after --, e.g. -- -k cookies")
     verify.set_defaults(handler=cmd_verify)
 
+    bench = commands.add_parser("bench", help="stand sites up and measure them against a bare actor and pgbench")
+    bench.add_argument("--sites", type=int, default=2)
+    bench.add_argument("--tasks", type=int, default=200, help="tasks per batch (per site and worker count)")
+    bench.add_argument("--concurrency", type=int, default=8, help="clients: tasks in flight, API submitters")
+    bench.add_argument("--json", default=None, metavar="OUT", help="also write the results as JSON to OUT")
+    bench.add_argument("--plot", default=None, metavar="PNG", help="where the plot goes (default: the state folder)")
+    bench.add_argument("--state", default=None, help="default: .state/bench/<timestamp>")
+    bench.set_defaults(handler=cmd_bench)
+
     show = commands.add_parser("report", help="print the summary of a finished run")
     show.add_argument("--state", required=True)
     show.set_defaults(handler=cmd_report)
@@ -104,10 +141,13 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    for noisy in ("botocore", "aiobotocore", "pika", "copier", "plumbum"):
+    for noisy in ("botocore", "aiobotocore", "pika", "copier", "plumbum", "httpx", "matplotlib"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     for option in ("sites", "web_processes", "workers"):
         if getattr(args, option, 1) < 1:
             print(f"--{option.replace('_', '-')} must be at least 1", file=sys.stderr)
             return 2
+    if args.command == "bench" and (problem := bench_problem(args)):
+        print(problem, file=sys.stderr)
+        return 2
     return args.handler(args)

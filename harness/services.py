@@ -198,17 +198,17 @@ async def _drop_bucket(services: Services, bucket: str) -> None:
             pass
 
 
-def _clear_broker(services: Services, site: SiteRecord) -> None:
+def _clear_broker(services: Services, namespace: str, queues: tuple[str, ...]) -> None:
     if services.broker.kind == "redis":
         import redis
 
         client = redis.Redis.from_url(services.broker.url)
         try:
-            keys = list(client.scan_iter(match=f"{site.broker_namespace}:*", count=500))
+            keys = list(client.scan_iter(match=f"{namespace}:*", count=500))
             if keys:
                 client.delete(*keys)
             # Dramatiq's Redis broker also keeps one hash named exactly after the namespace.
-            client.delete(site.broker_namespace)
+            client.delete(namespace)
         finally:
             client.close()
     else:
@@ -217,21 +217,24 @@ def _clear_broker(services: Services, site: SiteRecord) -> None:
         connection = pika.BlockingConnection(pika.URLParameters(services.broker.url))
         try:
             channel = connection.channel()
-            for queue in (site.task_queue, site.dead_queue):
+            for queue in queues:
                 for name in (queue, f"{queue}.DQ", f"{queue}.XQ"):
                     channel.queue_delete(queue=name)
         finally:
             connection.close()
 
 
-def drop_site_resources(services: Services, site: SiteRecord) -> list[str]:
-    """Remove the site's database, bucket and broker state. Returns what could not be removed."""
+def drop_resources(services: Services, *, database: str, bucket: str, namespace: str,
+                   queues: tuple[str, ...]) -> list[str]:
+    """Remove a database, a bucket and a broker namespace (Redis) or queues (RabbitMQ).
+
+    Returns what could not be removed.
+    """
     problems: list[str] = []
-    database = urlsplit(site.database_url).path.lstrip("/")
     steps = [
         (f"database {database}", lambda: asyncio.run(_drop_database(services, database))),
-        (f"bucket {site.bucket}", lambda: asyncio.run(_drop_bucket(services, site.bucket))),
-        (f"broker namespace {site.broker_namespace}", lambda: _clear_broker(services, site)),
+        (f"bucket {bucket}", lambda: asyncio.run(_drop_bucket(services, bucket))),
+        (f"broker namespace {namespace}", lambda: _clear_broker(services, namespace, queues)),
     ]
     for what, step in steps:
         try:
@@ -240,3 +243,9 @@ def drop_site_resources(services: Services, site: SiteRecord) -> list[str]:
             problems.append(f"{what}: {type(error).__name__}")
             log.warning("could not remove %s: %s", what, type(error).__name__)
     return problems
+
+
+def drop_site_resources(services: Services, site: SiteRecord) -> list[str]:
+    """Remove the site's database, bucket and broker state. Returns what could not be removed."""
+    return drop_resources(services, database=urlsplit(site.database_url).path.lstrip("/"), bucket=site.bucket,
+                          namespace=site.broker_namespace, queues=(site.task_queue, site.dead_queue))

@@ -1,0 +1,104 @@
+"""Signed-in accounts of a live site, each with one uploaded text input, over real HTTP.
+
+One ``httpx.AsyncClient`` per account holds its session cookie; every
+request carries the site's Origin, as a browser's would.
+"""
+
+from __future__ import annotations
+
+import secrets
+import tomllib
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import asyncpg
+import httpx
+
+from harness.state import SiteRecord
+
+from .measure import BenchError
+
+PASSWORD = "bench password 1"
+# Enough for every task a bench run can submit on a priced site.
+CREDITS = 10_000_000
+
+
+def input_text(index: int) -> bytes:
+    """A small text with what the processor changes: CRLF and CR line ends, trailing blanks, non-ASCII."""
+    lines = [f"line {n} of input {index} — naïve café  \t" for n in range(12)]
+    return ("\r\n".join(lines[:6]) + "\r" + "\r".join(lines[6:]) + "  \r\n").encode()
+
+
+def normalized(data: bytes) -> bytes:
+    """What text-normalize@1 with trimming makes of ``data`` (to check results)."""
+    text = data.decode().replace("\r\n", "\n").replace("\r", "\n")
+    return "\n".join(line.rstrip(" \t") for line in text.split("\n")).encode()
+
+
+def site_policy(site: SiteRecord) -> dict:
+    return tomllib.loads((Path(site.site_dir) / "site.toml").read_text())
+
+
+def task_price(site: SiteRecord) -> int:
+    charges = site_policy(site)["charges"]
+    return int(charges["prices"].get("text-normalize@1", 0)) if charges["enabled"] else 0
+
+
+@dataclass
+class Account:
+    site: SiteRecord
+    http: httpx.AsyncClient
+    id: str
+    file_id: str
+    data: bytes
+
+    async def submit(self, request_key: str | None = None) -> httpx.Response:
+        return await self.http.post("/api/tasks", json={
+            "requestKey": request_key or str(uuid.uuid4()),
+            "processor": "text-normalize",
+            "fileId": self.file_id,
+            "params": {"trimTrailingWhitespace": True},
+        })
+
+    async def close(self) -> None:
+        await self.http.aclose()
+
+
+def site_client(site: SiteRecord) -> httpx.AsyncClient:
+    return httpx.AsyncClient(base_url=site.base_url, headers={"Origin": site.origin}, timeout=60)
+
+
+async def open_account(site: SiteRecord, index: int) -> Account:
+    """Register a fresh account, fund it on a priced site, and upload its input."""
+    http = site_client(site)
+    try:
+        email = f"bench-{index}-{secrets.token_hex(4)}@example.com"
+        registered = await http.post("/api/auth/register", json={"email": email, "password": PASSWORD})
+        if registered.status_code != 201:
+            raise BenchError(f"{site.slug}: register answered {registered.status_code}: {registered.text[:200]}")
+        account_id = registered.json()["id"]
+        if task_price(site):
+            await grant_credits(site, account_id)
+        data = input_text(index)
+        uploaded = await http.post("/api/files", params={"name": f"input-{index}.txt"}, content=data,
+                                   headers={"Content-Type": "text/plain"})
+        if uploaded.status_code != 201:
+            raise BenchError(f"{site.slug}: upload answered {uploaded.status_code}: {uploaded.text[:200]}")
+    except BaseException:
+        await http.aclose()
+        raise
+    return Account(site=site, http=http, id=account_id, file_id=uploaded.json()["id"], data=data)
+
+
+async def grant_credits(site: SiteRecord, account_id: str) -> None:
+    """As an operator's ``grant-credits`` would: a balance and its ledger line, in one statement."""
+    conn = await asyncpg.connect(site.database_url)
+    try:
+        await conn.execute(
+            "WITH funded AS (INSERT INTO credit_account (account_id, balance) VALUES ($1, $2)) "
+            "INSERT INTO credit_ledger (account_id, kind, amount, reason) VALUES ($1, 'grant', $2, 'bench')",
+            uuid.UUID(account_id), CREDITS,
+        )
+    finally:
+        await conn.close()

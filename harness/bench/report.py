@@ -1,0 +1,218 @@
+"""A run's numbers as people read them: tables (plain text and Markdown), derived ratios, a plot, JSON."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import msgspec
+
+from .measure import ceiling, ratio
+from .results import BenchReport
+
+
+class CeilingRow(msgspec.Struct, frozen=True):
+    site: str
+    write_per_task: float
+    all_per_task: float
+    commits_per_s: float  # pgbench simple-update, the best of its client counts
+    ceiling_tasks_per_s: float | None
+    ours_tasks_per_s: float  # the site's best end-to-end rate
+    fraction: float | None
+
+
+def best_commit_rate(report: BenchReport) -> float:
+    return max((p.tps for p in report.pgbench), default=0.0)
+
+
+def vs_baseline(report: BenchReport) -> dict[tuple[str, int], float | None]:
+    """Each site's end-to-end rate over the bare actor's, at the same number of worker processes."""
+    bare = {b.workers: b.tasks_per_s for b in report.baseline}
+    return {(e.site, e.workers): ratio(e.tasks_per_s, bare.get(e.workers, 0.0)) for e in report.end_to_end}
+
+
+def ceiling_rows(report: BenchReport) -> list[CeilingRow]:
+    rate = best_commit_rate(report)
+    rows = []
+    for counted in report.commits:
+        ours = max((e.tasks_per_s for e in report.end_to_end if e.site == counted.site), default=0.0)
+        bound = ceiling(rate, counted.write_per_task)
+        rows.append(CeilingRow(site=counted.site, write_per_task=counted.write_per_task,
+                               all_per_task=counted.all_per_task, commits_per_s=rate, ceiling_tasks_per_s=bound,
+                               ours_tasks_per_s=ours, fraction=ratio(ours, bound or 0.0)))
+    return rows
+
+
+# --- tables -------------------------------------------------------------------------
+
+
+def cell(value: object) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:,.1f}" if abs(value) >= 10 else f"{value:.2f}"
+    return str(value)
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[object]], markdown: bool = False) -> str:
+    """Columns aligned for a terminal, or a Markdown table; the first column left, numbers right."""
+    cells = [[cell(v) for v in row] for row in rows]
+    if markdown:
+        lines = ["| " + " | ".join(headers) + " |",
+                 "|" + "|".join(":---" if i == 0 else "---:" for i in range(len(headers))) + "|"]
+        lines += ["| " + " | ".join(row) + " |" for row in cells]
+        return "\n".join(lines) + "\n"
+    widths = [max(len(str(h)), *(len(r[i]) for r in cells)) for i, h in enumerate(headers)]
+
+    def line(values: Sequence[str]) -> str:
+        return "  ".join(v.ljust(w) if i == 0 else v.rjust(w) for i, (v, w) in enumerate(zip(values, widths,
+                                                                                              strict=True)))
+
+    return "\n".join([line(headers), *(line(r) for r in cells)]) + "\n"
+
+
+def sections(report: BenchReport, markdown: bool = False) -> list[tuple[str, str]]:
+    """(title, table) for every phase that has numbers."""
+    config = report.config
+    out: list[tuple[str, str]] = []
+    ratios = vs_baseline(report)
+    rows: list[list[object]] = [
+        [e.site, e.price, e.workers, e.tasks_per_s, e.latency.p50, e.latency.p95, e.latency.p99,
+         ratios[(e.site, e.workers)]] for e in report.end_to_end]
+    rows += [["bare actor", "-", b.workers, b.tasks_per_s, b.latency.p50, b.latency.p95, b.latency.p99, 1.0]
+             for b in report.baseline]
+    if rows:
+        out.append((f"End to end, submit -> succeeded ({config.concurrency} in flight, {config.tasks} tasks a batch)",
+                    table(["site", "price", "workers", "tasks/s", "p50 ms", "p95 ms", "p99 ms", "vs bare"], rows,
+                          markdown)))
+    if report.pgbench:
+        out.append(("PostgreSQL commit rate (pgbench simple-update)", table(
+            ["clients", "seconds", "commits/s"], [[p.clients, p.seconds, p.tps] for p in report.pgbench], markdown)))
+    if report.commits:
+        out.append(("Commits per task and the ceiling they imply", table(
+            ["site", "write commits", "all commits", "ceiling tasks/s", "ours tasks/s", "fraction"],
+            [[c.site, c.write_per_task, c.all_per_task, c.ceiling_tasks_per_s, c.ours_tasks_per_s, c.fraction]
+             for c in ceiling_rows(report)], markdown)))
+    if report.api:
+        out.append((f"API submit ({config.concurrency} clients, workers stopped) and the checks after", table(
+            ["site", "requests", "req/s", "p50 ms", "p95 ms", "p99 ms", "rows/201s", "resent ok", "limit burst",
+             "correct"],
+            [[a.site, a.requests, a.requests_per_s, a.latency.p50, a.latency.p95, a.latency.p99,
+              f"{a.rows}/{a.created}", f"{a.resent_same}/{a.resent}",
+              f"{a.limit_created}+{a.limit_refused} of {a.limit_burst}", "yes" if not a.problems else "NO"]
+             for a in report.api], markdown)))
+    if report.normalize:
+        n = report.normalize
+        out.append((f"Normalisation of {n.size // (1 << 20)} MiB in one call", table(
+            ["operation", "MiB/s", "copy is x faster"],
+            [["normalise", n.normalize_mib_s, ratio(n.copy_mib_s, n.normalize_mib_s)],
+             ["normalise + trim", n.normalize_trim_mib_s, ratio(n.copy_mib_s, n.normalize_trim_mib_s)],
+             ["bytes copy", n.copy_mib_s, 1.0]], markdown)))
+    if report.listing:
+        out.append((f"List latency, one account with {config.list_tasks:,} tasks ({config.list_samples} requests each)",
+                    table(["site", "page", "p50 ms", "p95 ms", "p99 ms"],
+                          [row for item in report.listing for row in (
+                              [item.site, "first", item.first_page.p50, item.first_page.p95, item.first_page.p99],
+                              [item.site, f"after {item.deep_offset:,}", item.deep_page.p50, item.deep_page.p95,
+                               item.deep_page.p99])], markdown)))
+    return out
+
+
+def machine_line(report: BenchReport) -> str:
+    m = report.machine
+    if m is None:
+        return "machine: not described"
+    pg = m.postgres_settings
+    return (f"{m.cpu}, {m.cores} cores, {m.memory_gib} GiB, Linux {m.kernel}, Python {m.python}; "
+            f"PostgreSQL {m.postgres} on {m.filesystem} (fsync {pg.get('fsync')}, synchronous_commit "
+            f"{pg.get('synchronous_commit')}); {m.services} services; load before "
+            f"{' / '.join(f'{x:.2f}' for x in m.load_before)}")
+
+
+def text(report: BenchReport) -> str:
+    c = report.config
+    head = (f"sitekit bench: {c.sites} site(s), {c.tasks} tasks a batch, {c.concurrency} clients, "
+            f"in {report.wall_seconds:.0f} s\n{machine_line(report)}\n")
+    problems = [f"  {a.site}: {p}" for a in report.api for p in a.problems]
+    body = "".join(f"\n{title}\n{rendered}" for title, rendered in sections(report))
+    return head + body + ("\nAPI checks failed:\n" + "\n".join(problems) + "\n" if problems else "")
+
+
+def markdown(report: BenchReport) -> str:
+    return f"Machine: {machine_line(report)}.\n" + "".join(
+        f"\n**{title}**\n\n{rendered}" for title, rendered in sections(report, markdown=True))
+
+
+def write_json(report: BenchReport, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(msgspec.json.format(msgspec.json.encode(report), indent=2) + b"\n")
+
+
+def read_json(path: Path) -> BenchReport:
+    return msgspec.json.decode(path.read_bytes(), type=BenchReport)
+
+
+# --- plot ---------------------------------------------------------------------------
+
+
+def plot(report: BenchReport, path: Path) -> None:
+    """Four panels: throughput against baseline and ceiling, latency, API submit, list pages."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only, no display
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(2, 2, figsize=(13, 8.5))
+    (rates, latencies), (api, lists) = axes
+
+    names = [f"{e.site}\n{e.workers}w" for e in report.end_to_end] + [f"bare\n{b.workers}w" for b in report.baseline]
+    values = [e.tasks_per_s for e in report.end_to_end] + [b.tasks_per_s for b in report.baseline]
+    colours = ["tab:blue"] * len(report.end_to_end) + ["tab:gray"] * len(report.baseline)
+    for row in ceiling_rows(report):
+        if row.ceiling_tasks_per_s:
+            names.append(f"ceiling\n{row.site}")
+            values.append(row.ceiling_tasks_per_s)
+            colours.append("tab:red")
+    rates.bar(names, values, color=colours)
+    rates.set_yscale("log")
+    rates.margins(y=0.15)
+    rates.set_ylabel("tasks/s (log)")
+    rates.set_title("End-to-end tasks/s: sites, bare actor, commit ceiling")
+    for x, v in enumerate(values):
+        rates.annotate(cell(v), (x, v), ha="center", va="bottom", fontsize=8)
+
+    runs = [(f"{e.site} {e.workers}w", e.latency) for e in report.end_to_end]
+    runs += [(f"bare {b.workers}w", b.latency) for b in report.baseline]
+    width = 0.27
+    for offset, (label, pick) in enumerate((("p50", "p50"), ("p95", "p95"), ("p99", "p99"))):
+        latencies.bar([i + (offset - 1) * width for i in range(len(runs))],
+                      [getattr(lat, pick) for _, lat in runs], width, label=label)
+    latencies.set_xticks(range(len(runs)), [name for name, _ in runs], rotation=30, ha="right", fontsize=8)
+    latencies.set_ylabel("ms")
+    latencies.set_title("Submit -> succeeded latency")
+    latencies.legend()
+
+    api.bar([a.site for a in report.api], [a.requests_per_s for a in report.api], color="tab:green")
+    for x, a in enumerate(report.api):
+        api.annotate(f"{cell(a.requests_per_s)}/s\np99 {cell(a.latency.p99)} ms", (x, a.requests_per_s),
+                     ha="center", va="bottom", fontsize=8)
+    api.set_ylabel("requests/s")
+    api.margins(y=0.25)  # room for the labels above the bars
+    api.set_title(f"API submit, {report.config.concurrency} clients")
+
+    labels = [item.site for item in report.listing]
+    lists.bar([i - 0.2 for i in range(len(labels))], [i.first_page.p50 for i in report.listing], 0.4,
+              label="first page p50")
+    lists.bar([i + 0.2 for i in range(len(labels))], [i.deep_page.p50 for i in report.listing], 0.4,
+              label="deep page p50")
+    lists.set_xticks(range(len(labels)), labels)
+    lists.set_ylabel("ms")
+    lists.set_title(f"List at {report.config.list_tasks:,} tasks")
+    lists.margins(y=0.25)
+    lists.legend(loc="upper right")
+
+    fig.suptitle(f"sitekit bench — {machine_line(report)}", fontsize=8)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)

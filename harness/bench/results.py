@@ -1,0 +1,137 @@
+"""What a benchmark run records: its settings, the machine, and each phase's measurements.
+
+Written as JSON (``--json OUT``) exactly as these structs encode; the table,
+the plot and docs/benchmarks.md are all made from a decoded ``BenchReport``.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from .measure import Latency
+
+# Bench sites are rendered with this many active tasks per account (the harness's own
+# runs use 3-6). The closed loops hold one active task per account and never come
+# near it; the API phase submits at most SUBMITS_PER_ACCOUNT per account, and the
+# limit check then fills one fresh account to exactly this limit.
+MAX_ACTIVE = 50
+SUBMITS_PER_ACCOUNT = 40
+LIST_TASKS = 100_000
+
+
+class BenchConfig(msgspec.Struct, frozen=True):
+    sites: int = 2
+    tasks: int = 200  # per site and worker count, and per baseline worker count
+    concurrency: int = 8  # closed-loop clients (tasks in flight) and API clients
+    workers: tuple[int, ...] = (1, 2)  # worker processes per site, each with 4 threads
+    list_tasks: int = LIST_TASKS
+    list_samples: int = 30
+    pgbench_seconds: int = 8
+    input_bytes: int = 1 << 20  # normalisation throughput input
+
+
+class Machine(msgspec.Struct, frozen=True):
+    cpu: str
+    cores: int
+    memory_gib: float
+    kernel: str
+    python: str
+    filesystem: str  # where PostgreSQL keeps its data
+    postgres: str
+    postgres_settings: dict[str, str]
+    load_before: tuple[float, float, float]
+    services: str  # embedded | external | mixed
+
+
+class EndToEnd(msgspec.Struct, frozen=True):
+    """Closed loop: ``concurrency`` clients, each its own account, submit over HTTP and wait for success."""
+
+    site: str
+    price: int
+    workers: int
+    tasks: int
+    seconds: float
+    tasks_per_s: float
+    latency: Latency  # submit request sent -> task.finished_at (same clock)
+
+
+class Commits(msgspec.Struct, frozen=True):
+    """What one batch of tasks cost the site's database, counted by the server."""
+
+    site: str
+    tasks: int
+    write_commits: int  # transaction ids assigned (server-wide; the other databases were idle)
+    all_commits: int  # pg_stat_database.xact_commit of the site's database, read-only included
+    poll_queries: int  # the driver's own completion polls, subtracted
+    idle_noise: float  # commits an idle site made over the batch's duration, subtracted
+    write_per_task: float
+    all_per_task: float
+
+
+class ApiSubmit(msgspec.Struct, frozen=True):
+    """``concurrency`` clients sending new submits back to back, workers stopped; then the checks."""
+
+    site: str
+    clients: int
+    accounts: int
+    requests: int
+    seconds: float
+    requests_per_s: float
+    latency: Latency
+    created: int  # 201 answers
+    rows: int  # task rows the database holds for those accounts afterwards
+    resent: int  # request keys sent again after the timed part
+    resent_same: int  # ... answered 200 with the same task
+    max_active: int
+    limit_burst: int  # concurrent submits at one fresh account
+    limit_created: int
+    limit_refused: int  # 409 ACTIVE_LIMIT
+    limit_active_rows: int
+    problems: list[str]
+
+
+class Baseline(msgspec.Struct, frozen=True):
+    """The same closed loop driving a bare Dramatiq actor: no HTTP, lifecycle or ledger."""
+
+    workers: int
+    tasks: int
+    seconds: float
+    tasks_per_s: float
+    latency: Latency  # message sent -> result row's finished_at
+
+
+class Pgbench(msgspec.Struct, frozen=True):
+    clients: int
+    seconds: int
+    tps: float
+
+
+class Normalize(msgspec.Struct, frozen=True):
+    size: int
+    normalize_mib_s: float
+    normalize_trim_mib_s: float
+    copy_mib_s: float
+
+
+class Listing(msgspec.Struct, frozen=True):
+    site: str
+    tasks: int  # the account's tasks
+    first_page: Latency
+    deep_page: Latency
+    deep_offset: int  # rows before the deep page's first row
+
+
+class BenchReport(msgspec.Struct):
+    config: BenchConfig
+    machine: Machine | None = None
+    started_at: str = ""
+    wall_seconds: float = 0.0
+    template_commit: str | None = None
+    template_dirty: bool | None = None
+    end_to_end: list[EndToEnd] = msgspec.field(default_factory=list)
+    commits: list[Commits] = msgspec.field(default_factory=list)
+    api: list[ApiSubmit] = msgspec.field(default_factory=list)
+    baseline: list[Baseline] = msgspec.field(default_factory=list)
+    pgbench: list[Pgbench] = msgspec.field(default_factory=list)
+    normalize: Normalize | None = None
+    listing: list[Listing] = msgspec.field(default_factory=list)

@@ -1,0 +1,260 @@
+"""``harness bench`` pieces that need no running site: statistics, ceiling math, formatting, options."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from harness import cli
+from harness.bench import bare_worker, ceiling, measure, report
+from harness.bench.accounts import input_text, normalized
+from harness.bench.api import accounts_needed
+from harness.bench.listing import cursor_for
+from harness.bench.measure import BenchError, Latency
+from harness.bench.normalize_speed import sample
+from harness.bench.results import (
+    SUBMITS_PER_ACCOUNT,
+    ApiSubmit,
+    Baseline,
+    BenchConfig,
+    BenchReport,
+    Commits,
+    EndToEnd,
+    Listing,
+    Machine,
+    Normalize,
+    Pgbench,
+)
+
+# --- statistics --------------------------------------------------------------------
+
+
+def test_percentiles_interpolate_between_closest_ranks() -> None:
+    samples = [4.0, 1.0, 3.0, 2.0]  # order does not matter
+    assert measure.percentile(samples, 0) == 1.0
+    assert measure.percentile(samples, 50) == 2.5
+    assert measure.percentile(samples, 100) == 4.0
+    assert measure.percentile(list(range(1, 101)), 99) == pytest.approx(99.01)
+    assert measure.percentile([7.0], 95) == 7.0
+
+
+def test_percentile_refuses_no_samples_and_bad_quantiles() -> None:
+    with pytest.raises(BenchError):
+        measure.percentile([], 50)
+    with pytest.raises(ValueError):
+        measure.percentile([1.0], 101)
+
+
+def test_latency_summary_is_in_milliseconds() -> None:
+    summary = measure.latency([0.010, 0.020, 0.030, 0.040, 0.100])
+    assert summary.count == 5
+    assert summary.p50 == 30.0
+    assert summary.max == 100.0
+    assert summary.mean == 40.0
+    assert summary.p50 <= summary.p95 <= summary.p99 <= summary.max
+
+
+def test_rates_and_ratios() -> None:
+    assert measure.rate(200, 8.0) == 25.0
+    with pytest.raises(BenchError):
+        measure.rate(10, 0.0)
+    assert measure.ratio(20.0, 40.0) == 0.5
+    assert measure.ratio(20.0, 0.0) is None
+    assert measure.mib_per_second(1 << 20, 0.5) == 2.0
+
+
+def test_commits_per_task_subtract_the_drivers_own_and_the_idle_noise() -> None:
+    # 2 000 counted, 150 of them the driver's polls, 50 an idle site's: 1 800 over 200 tasks
+    assert measure.per_task(2000, 150 + 50, 200) == 9.0
+    assert measure.per_task(10, 50, 5) == 0.0  # never negative
+    with pytest.raises(BenchError):
+        measure.per_task(10, 0, 0)
+
+
+def test_the_ceiling_is_the_commit_rate_over_the_commits_a_task_spends() -> None:
+    assert measure.ceiling(1400.0, 7.0) == 200.0
+    assert measure.ceiling(1400.0, 0.0) is None
+
+
+# --- derived numbers and formatting ------------------------------------------------
+
+
+def _latency(p50: float) -> Latency:
+    return Latency(count=10, p50=p50, p95=p50 * 1.5, p99=p50 * 2, mean=p50, max=p50 * 2)
+
+
+def _report() -> BenchReport:
+    config = BenchConfig(sites=1, tasks=100, concurrency=4)
+    return BenchReport(
+        config=config,
+        machine=Machine(cpu="Test CPU", cores=2, memory_gib=8.0, kernel="6.1", python="3.11.7",
+                        filesystem="ext4 on /dev/x", postgres="18.6",
+                        postgres_settings={"fsync": "on", "synchronous_commit": "on"},
+                        load_before=(0.1, 0.2, 0.3), services="embedded"),
+        wall_seconds=300.0,
+        end_to_end=[EndToEnd(site="alpha", price=0, workers=1, tasks=100, seconds=5.0, tasks_per_s=20.0,
+                             latency=_latency(180.0)),
+                    EndToEnd(site="alpha", price=0, workers=2, tasks=100, seconds=4.0, tasks_per_s=25.0,
+                             latency=_latency(150.0))],
+        commits=[Commits(site="alpha", tasks=100, write_commits=700, all_commits=1100, poll_queries=80,
+                         idle_noise=20.0, write_per_task=7.0, all_per_task=10.0)],
+        api=[ApiSubmit(site="alpha", clients=4, accounts=4, requests=100, seconds=2.0, requests_per_s=50.0,
+                       latency=_latency(70.0), created=100, rows=100, resent=10, resent_same=10, max_active=50,
+                       limit_burst=100, limit_created=50, limit_refused=50, limit_active_rows=50, problems=[])],
+        baseline=[Baseline(workers=1, tasks=100, seconds=2.5, tasks_per_s=40.0, latency=_latency(90.0)),
+                  Baseline(workers=2, tasks=100, seconds=2.0, tasks_per_s=50.0, latency=_latency(80.0))],
+        pgbench=[Pgbench(clients=1, seconds=8, tps=1000.0), Pgbench(clients=4, seconds=8, tps=1400.0)],
+        normalize=Normalize(size=1 << 20, normalize_mib_s=200.0, normalize_trim_mib_s=90.0, copy_mib_s=20000.0),
+        listing=[Listing(site="alpha", tasks=100_000, first_page=_latency(8.0), deep_page=_latency(9.0),
+                         deep_offset=90_000)],
+    )
+
+
+def test_sites_are_compared_with_the_bare_actor_at_the_same_worker_count() -> None:
+    assert report.vs_baseline(_report()) == {("alpha", 1): 0.5, ("alpha", 2): 0.5}
+
+
+def test_the_ceiling_uses_the_best_commit_rate_and_the_sites_best_rate() -> None:
+    (row,) = report.ceiling_rows(_report())
+    assert row.commits_per_s == 1400.0
+    assert row.ceiling_tasks_per_s == 200.0
+    assert row.ours_tasks_per_s == 25.0
+    assert row.fraction == 0.125
+
+
+def test_plain_table_aligns_columns() -> None:
+    rendered = report.table(["site", "tasks/s"], [["alpha", 20.0], ["bare actor", 1234.5]])
+    lines = rendered.splitlines()
+    assert lines[0].startswith("site") and lines[0].endswith("tasks/s")
+    assert {len(line) for line in lines} == {len(lines[0])}
+    assert lines[2].endswith("1,234.5") and lines[1].endswith("20.0")
+
+
+def test_markdown_table_has_a_header_rule_and_one_row_per_line() -> None:
+    rendered = report.table(["site", "p99 ms", "fraction"], [["alpha", 3.14159, None]], markdown=True)
+    assert rendered.splitlines() == ["| site | p99 ms | fraction |", "|:---|---:|---:|", "| alpha | 3.14 | - |"]
+
+
+def test_the_printed_report_holds_every_phase_and_the_machine() -> None:
+    printed = report.text(_report())
+    for expected in ("Test CPU", "fsync on", "End to end", "bare actor", "pgbench", "ceiling tasks/s", "API submit",
+                     "50+50 of 100", "Normalisation", "after 90,000"):
+        assert expected in printed, expected
+    assert "API checks failed" not in printed
+    assert "| alpha |" in report.markdown(_report())
+
+
+def test_failed_api_checks_are_printed() -> None:
+    bad = _report()
+    bad.api[0].problems.append("101 task rows for 100 created submits")
+    assert "API checks failed" in report.text(bad) and "101 task rows" in report.text(bad)
+
+
+def test_json_round_trips(tmp_path: Path) -> None:
+    path = tmp_path / "out" / "bench.json"
+    report.write_json(_report(), path)
+    assert json.loads(path.read_text())["pgbench"][1]["tps"] == 1400.0
+    assert report.read_json(path) == _report()
+
+
+def test_plot_is_a_png(tmp_path: Path) -> None:
+    path = tmp_path / "bench.png"
+    report.plot(_report(), path)
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+# --- the measured work -------------------------------------------------------------
+
+
+def test_the_bare_actor_normalises_by_the_sites_rules() -> None:
+    for index in range(3):
+        data = input_text(index)
+        assert b"\r" in data and b"  \n" not in normalized(data)
+        assert bare_worker.normalize(data, trim=True) == normalized(data)
+    assert bare_worker.normalize(b"a \r\nb\rc\t", trim=False) == b"a \nb\nc\t"
+    with pytest.raises(UnicodeDecodeError):
+        bare_worker.normalize(b"\xff", trim=True)
+
+
+def test_normalisation_input_is_exact_size_valid_utf8() -> None:
+    data = sample(1 << 20)
+    assert len(data) == 1 << 20
+    text = data.decode("utf-8")
+    assert "\r\n" in text and "\r" in text.replace("\r\n", "") and not text.isascii()
+
+
+def test_bare_worker_config_travels_in_the_environment() -> None:
+    config = bare_worker.Config(broker_url="redis://x", namespace="n", queue="q", database_url="postgresql://d",
+                                s3_endpoint_url="http://s", s3_access_key_id="k", s3_secret_access_key="s",
+                                s3_region="r", bucket="b")
+    environ = config.environ()
+    assert environ["BARE_S3_SECRET_ACCESS_KEY"] == "s"
+    import os
+
+    saved = dict(os.environ)
+    try:
+        os.environ.update(environ)
+        assert bare_worker.Config.from_environ() == config
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+def test_api_phase_spreads_submits_below_the_active_limit() -> None:
+    assert accounts_needed(200, 8) == 8
+    assert accounts_needed(1000, 8) == -(-1000 // SUBMITS_PER_ACCOUNT)
+    assert accounts_needed(5, 8) == 8
+
+
+def test_list_cursor_is_the_sites_keyset_shape() -> None:
+    import base64
+    from datetime import UTC, datetime
+    from uuid import UUID
+
+    stamp, row = datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=UTC), UUID(int=7)
+    cursor = cursor_for(stamp, row)
+    raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+    assert raw == f"{stamp.isoformat()}|{row}" and "=" not in cursor
+
+
+def test_pgbench_output_is_parsed() -> None:
+    output = ("transaction type: <builtin: simple update>\nnumber of clients: 8\n"
+              "latency average = 5.9 ms\ntps = 1352.448211 (without initial connection time)\n")
+    assert ceiling.parse_tps(output) == pytest.approx(1352.448211)
+    with pytest.raises(BenchError):
+        ceiling.parse_tps("pgbench: error: connection refused")
+    assert ceiling.pgbench_path().name == "pgbench"
+
+
+def test_pgbench_connects_like_the_url_says() -> None:
+    args, env = ceiling._connection_args("postgresql://bench:s%40cret@db.local:6543/scratch")
+    assert args == ["-h", "db.local", "-p", "6543", "-U", "bench", "scratch"]
+    assert env == {"PGPASSWORD": "s@cret"}
+    args, env = ceiling._connection_args("postgresql://postgres@127.0.0.1:5555/x")
+    assert args[-1] == "x" and env == {}
+
+
+# --- the command line --------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--sites", "0"], "--sites must be"),
+    (["--sites", "11"], "--sites must be between 1 and 10"),
+    (["--tasks", "0"], "--tasks must be at least 1"),
+    (["--concurrency", "0"], "--concurrency must be"),
+    (["--concurrency", "65"], "--concurrency must be"),
+])
+def test_bench_refuses_impossible_options_before_starting_anything(argv: list[str], message: str,
+                                                                   capsys: pytest.CaptureFixture[str],
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cli, "cmd_bench", lambda args: pytest.fail("bench started"))
+    assert cli.main(["bench", *argv]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_bench_defaults() -> None:
+    args = cli.build_parser().parse_args(["bench"])
+    assert (args.sites, args.tasks, args.concurrency, args.json) == (2, 200, 8, None)
+    assert cli.bench_problem(args) is None
