@@ -258,3 +258,24 @@ def test_bench_defaults() -> None:
     args = cli.build_parser().parse_args(["bench"])
     assert (args.sites, args.tasks, args.concurrency, args.json) == (2, 200, 8, None)
     assert cli.bench_problem(args) is None
+
+
+def test_other_load_is_reported_by_its_worst_phase() -> None:
+    quiet = _report()
+    assert report.other_load_line(quiet) == "other load: not measured"
+    quiet.other_load = {"alpha end to end, 1 worker(s)": 0.02, "pgbench": 0.3}
+    line = report.other_load_line(quiet)
+    assert "16%" in line and "at most 30% (pgbench)" in line
+    assert "other processes used" in report.text(quiet)
+
+
+def test_processes_the_run_started_are_not_other_load() -> None:
+    from harness.bench.machine import OtherLoad, _ours
+
+    table = {10: (1, 0.0), 20: (10, 0.0), 30: (20, 0.0), 40: (1, 0.0)}
+    assert _ours(30, table, root=10) and _ours(10, table, root=10)
+    assert not _ours(40, table, root=10) and not _ours(99, table, root=10)
+    meter = OtherLoad()
+    with meter.phase("nothing"):
+        pass
+    assert 0.0 <= meter.phases["nothing"] <= 1.0

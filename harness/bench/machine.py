@@ -5,6 +5,9 @@ from __future__ import annotations
 import asyncio
 import os
 import platform
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import asyncpg
@@ -77,3 +80,56 @@ def describe(services: Services, load_before: tuple[float, float, float]) -> Mac
         load_before=load_before,
         services=services.mode,
     )
+
+
+# --- other load ----------------------------------------------------------------------
+
+
+def _cpu_by_pid() -> dict[int, tuple[int, float]]:
+    """pid -> (parent pid, CPU seconds used so far) for every process."""
+    tick = os.sysconf("SC_CLK_TCK")
+    seen: dict[int, tuple[int, float]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # gone meanwhile
+        seen[int(entry)] = (int(fields[1]), (int(fields[11]) + int(fields[12])) / tick)
+    return seen
+
+
+def _ours(pid: int, table: dict[int, tuple[int, float]], root: int) -> bool:
+    for _ in range(64):  # the process tree is shallow; a loop would be a /proc race
+        if pid == root:
+            return True
+        if pid not in table or pid <= 1:
+            return False
+        pid = table[pid][0]
+    return False
+
+
+class OtherLoad:
+    """CPU that processes outside this run used while a phase ran: the noise a shared machine adds.
+
+    Everything the bench starts (sites, servers, workers, pgbench) descends from
+    this process; anything else on the machine is "other".
+    """
+
+    def __init__(self) -> None:
+        self.root = os.getpid()
+        self.phases: dict[str, float] = {}  # phase -> other processes' share of all cores, 0..1
+
+    @contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        began, before = time.monotonic(), _cpu_by_pid()
+        try:
+            yield
+        finally:
+            after = _cpu_by_pid()
+            # A process that ended during the phase is missed: this errs towards too little.
+            other = sum(cpu - (before[pid][1] if pid in before else 0.0)
+                        for pid, (_, cpu) in after.items() if not _ours(pid, after, self.root))
+            seconds = time.monotonic() - began
+            self.phases[name] = round(max(other, 0.0) / (max(seconds, 1e-6) * (os.cpu_count() or 1)), 3)

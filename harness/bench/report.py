@@ -129,17 +129,27 @@ def machine_line(report: BenchReport) -> str:
             f"{' / '.join(f'{x:.2f}' for x in m.load_before)}")
 
 
+def other_load_line(report: BenchReport) -> str:
+    """How much the rest of the machine was doing while the phases ran."""
+    if not report.other_load:
+        return "other load: not measured"
+    worst = max(report.other_load, key=report.other_load.__getitem__)
+    mean = sum(report.other_load.values()) / len(report.other_load)
+    return (f"other processes used {mean:.0%} of the CPU during the phases on average, "
+            f"at most {report.other_load[worst]:.0%} ({worst})")
+
+
 def text(report: BenchReport) -> str:
     c = report.config
     head = (f"sitekit bench: {c.sites} site(s), {c.tasks} tasks a batch, {c.concurrency} clients, "
-            f"in {report.wall_seconds:.0f} s\n{machine_line(report)}\n")
+            f"in {report.wall_seconds:.0f} s\n{machine_line(report)}\n{other_load_line(report)}\n")
     problems = [f"  {a.site}: {p}" for a in report.api for p in a.problems]
     body = "".join(f"\n{title}\n{rendered}" for title, rendered in sections(report))
     return head + body + ("\nAPI checks failed:\n" + "\n".join(problems) + "\n" if problems else "")
 
 
 def markdown(report: BenchReport) -> str:
-    return f"Machine: {machine_line(report)}.\n" + "".join(
+    return f"Machine: {machine_line(report)}.\n\nLoad: {other_load_line(report)}.\n" + "".join(
         f"\n**{title}**\n\n{rendered}" for title, rendered in sections(report, markdown=True))
 
 

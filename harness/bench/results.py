@@ -135,3 +135,5 @@ class BenchReport(msgspec.Struct):
     pgbench: list[Pgbench] = msgspec.field(default_factory=list)
     normalize: Normalize | None = None
     listing: list[Listing] = msgspec.field(default_factory=list)
+    # Per phase, the share of all cores that processes outside the run used meanwhile.
+    other_load: dict[str, float] = msgspec.field(default_factory=dict)

@@ -28,7 +28,7 @@ from .baseline import baseline
 from .ceiling import pgbench
 from .endtoend import end_to_end
 from .listing import listing
-from .machine import describe
+from .machine import OtherLoad, describe
 from .measure import BenchError, mib_per_second
 from .results import MAX_ACTIVE, BenchConfig, BenchReport, Normalize
 
@@ -48,7 +48,7 @@ def set_workers(state_dir: Path, slug: str, count: int) -> None:
 
 
 async def site_phases(state_dir: Path, sites: SitesFile, site: SiteRecord, config: BenchConfig,
-                      report: BenchReport) -> None:
+                      report: BenchReport, other: OtherLoad) -> None:
     accounts = list(await asyncio.gather(*(open_account(site, i) for i in range(config.concurrency))))
     try:
         running = sites.processes.worker
@@ -59,18 +59,21 @@ async def site_phases(state_dir: Path, sites: SitesFile, site: SiteRecord, confi
             log.info("%s: end to end with %d worker process(es)", site.slug, workers)
             # Commits are counted once, with the first worker count: the count per task does not
             # depend on how many processes share the work.
-            measured, counted = await end_to_end(site, accounts, tasks=config.tasks, workers=workers,
-                                                 server_url=sites.services.postgres.url if index == 0 else None)
+            with other.phase(f"{site.slug} end to end, {workers} worker(s)"):
+                measured, counted = await end_to_end(site, accounts, tasks=config.tasks, workers=workers,
+                                                     server_url=sites.services.postgres.url if index == 0 else None)
             report.end_to_end.append(measured)
             if counted:
                 report.commits.append(counted)
         await asyncio.to_thread(set_workers, state_dir, site.slug, 0)
         log.info("%s: API submit", site.slug)
-        report.api.append(await api_submit(site, requests=config.tasks, clients=config.concurrency,
-                                           first_index=config.concurrency))
+        with other.phase(f"{site.slug} API submit"):
+            report.api.append(await api_submit(site, requests=config.tasks, clients=config.concurrency,
+                                               first_index=config.concurrency))
         log.info("%s: list latency at %d tasks", site.slug, config.list_tasks)
-        report.listing.append(await listing(site, accounts[0], total=config.list_tasks,
-                                            samples=config.list_samples))
+        with other.phase(f"{site.slug} list"):
+            report.listing.append(await listing(site, accounts[0], total=config.list_tasks,
+                                                samples=config.list_samples))
     finally:
         for account in accounts:
             await account.close()
@@ -94,6 +97,7 @@ def run(config: BenchConfig, state_dir: Path) -> BenchReport:
     """Every phase against sites stood up in ``state_dir``; they are taken down again whatever happens."""
     state_dir = Path(state_dir).resolve()
     load = os.getloadavg()
+    other = OtherLoad()
     began = time.monotonic()
     origin = provenance()
     report = BenchReport(config=config, started_at=datetime.now(UTC).isoformat(timespec="seconds"),
@@ -104,16 +108,20 @@ def run(config: BenchConfig, state_dir: Path) -> BenchReport:
                          counts=state.ProcessCounts(web=1, worker=config.workers[0]))
         report.machine = describe(sites.services, load)
         for site in sites.sites:
-            asyncio.run(site_phases(state_dir, sites, site, config, report))
+            asyncio.run(site_phases(state_dir, sites, site, config, report, other))
         log.info("baseline: the bare actor")
-        report.baseline = baseline(sites, sites.sites[0], tasks=config.tasks, concurrency=config.concurrency,
-                                   workers=config.workers, logs=state_dir / "bench")
+        with other.phase("bare actor"):
+            report.baseline = baseline(sites, sites.sites[0], tasks=config.tasks, concurrency=config.concurrency,
+                                       workers=config.workers, logs=state_dir / "bench")
         log.info("ceiling: pgbench")
-        report.pgbench = pgbench(sites.services.postgres.url, sites.run_id,
-                                 clients=tuple(sorted({1, config.concurrency})), seconds=config.pgbench_seconds)
+        with other.phase("pgbench"):
+            report.pgbench = pgbench(sites.services.postgres.url, sites.run_id,
+                                     clients=tuple(sorted({1, config.concurrency})), seconds=config.pgbench_seconds)
         log.info("normalisation throughput")
-        report.normalize = normalize_speed(sites.sites[0], config.input_bytes)
+        with other.phase("normalisation"):
+            report.normalize = normalize_speed(sites.sites[0], config.input_bytes)
     finally:
+        report.other_load = other.phases
         if state.sites_path(state_dir).exists():
             for problem in stand.down(state_dir):
                 log.warning("not removed: %s", problem)
