@@ -46,13 +46,17 @@ def to_public(row: asyncpg.Record) -> FileOut:
 
 
 async def reserve(conn: asyncpg.Connection, *, file_id: UUID, owner_id: UUID, name: str, content_type: str,
-                  size: int, object_key: str, quota_bytes: int, ttl_hours: int, kind: str = "upload") -> None:
+                  size: int, object_key: str, quota_bytes: int, ttl_hours: int, kind: str = "upload",
+                  account_locked: bool = False) -> None:
     """Insert the ``uploading`` row and take its quota, in the caller's transaction.
 
     The account row is locked first, so concurrent uploads (and task submits)
-    of one account queue up here and none can overshoot the quota.
+    of one account queue up here and none can overshoot the quota. A caller
+    that already holds that lock in this transaction says so with
+    ``account_locked`` and saves the round trip.
     """
-    await conn.execute(Q.lock_account, owner_id)
+    if not account_locked:
+        await conn.execute(Q.lock_account, owner_id)
     if await conn.fetchval(Q.reserve_quota, owner_id, size, quota_bytes) is None:
         raise QuotaExceeded()
     await conn.execute(Q.insert_uploading, file_id, owner_id, name, content_type, size, object_key, ttl_hours, kind)

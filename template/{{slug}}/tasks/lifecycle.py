@@ -46,8 +46,9 @@ class Claim(msgspec.Struct, frozen=True):
 
 async def claim(pool: asyncpg.Pool, task_id: UUID, dispatch_version: int) -> Claim | None:
     """Claim the task for the message's dispatch version; None for a duplicate or stale message."""
-    async with transaction(pool) as conn:
-        row = await conn.fetchrow(Q.claim_task, task_id, dispatch_version, EXECUTION_LEASE_SECONDS)
+    # One statement is one transaction: the claim and its attempt row commit together
+    # without a BEGIN and COMMIT of their own.
+    row = await pool.fetchrow(Q.claim_task, task_id, dispatch_version, EXECUTION_LEASE_SECONDS)
     if row is None:
         return None
     return Claim(

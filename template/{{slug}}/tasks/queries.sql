@@ -147,8 +147,11 @@ WITH claimed AS (
 SELECT * FROM claimed;
 
 -- name: lock_leased
--- The executor's own task, only while its lease is current and live.
-SELECT id, owner_id, attempt_count, max_attempts, cancel_requested_at
+-- The executor's own task, only while its lease is current and live, with the
+-- result file its attempt reserved (publish re-checks it without another round trip).
+SELECT id, owner_id, attempt_count, max_attempts, cancel_requested_at,
+       (SELECT a.result_file_id FROM task_attempt a
+        WHERE a.task_id = task.id AND a.lease_version = task.lease_version) AS attempt_result_id
 FROM task
 WHERE id = $1 AND status = 'running' AND lease_version = $2 AND lease_expires_at > now()
 FOR UPDATE;
@@ -212,9 +215,6 @@ WHERE p.task_id = $1;
 UPDATE task_attempt SET result_file_id = $3
 WHERE task_id = $1 AND lease_version = $2 AND ended_at IS NULL AND result_file_id IS NULL
 RETURNING id;
-
--- name: attempt_result
-SELECT result_file_id FROM task_attempt WHERE task_id = $1 AND lease_version = $2;
 
 -- name: publish_result_file
 UPDATE file

@@ -50,7 +50,7 @@ async def reserve(runtime: Runtime, held: Claim, size: int) -> Reserved:
             await files.reserve(
                 conn, file_id=file_id, owner_id=held.owner_id, name=result_name(held.input_name),
                 content_type=RESULT_TYPE, size=size, object_key=key, quota_bytes=policy.quota_bytes,
-                ttl_hours=policy.ttl_hours, kind="result",
+                ttl_hours=policy.ttl_hours, kind="result", account_locked=True,
             )
             if await conn.fetchval(Q.attach_result, held.task_id, held.lease_version, file_id) is None:
                 raise LeaseLost()
@@ -71,7 +71,7 @@ async def publish(runtime: Runtime, held: Claim, reserved: Reserved, output: byt
     digest = hashlib.sha256(output).digest()
     async with transaction(runtime.pool) as conn:
         row = await lock_lease(conn, held)
-        if await conn.fetchval(Q.attempt_result, held.task_id, held.lease_version) != reserved.file_id:
+        if row["attempt_result_id"] != reserved.file_id:
             raise LeaseLost()
         if row["cancel_requested_at"] is not None:
             await settle_canceled(conn, held.task_id, held.lease_version)
