@@ -7,6 +7,7 @@ import hashlib
 import re
 import secrets
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from playwright.sync_api import Browser, Page, Route, expect, sync_playwright
@@ -195,11 +196,11 @@ def test_retry_is_offered_only_when_eligible(signed_in: SitePage) -> None:
     quota, largest = rules["files"]["quota_bytes"], rules["files"]["max_file_bytes"]
     fill = quota - db.fetchval(site, "SELECT used_bytes FROM storage_usage WHERE account_id = $1",
                                signed_in.account["id"]) - len(source) // 2
-    fillers = []
-    while fill > 0:
-        fillers.append(signed_in.upload(b"f" * min(fill, largest), f"filler-{len(fillers)}.bin",
-                                        "application/octet-stream"))
-        fill -= min(fill, largest)
+    sizes = [largest] * (fill // largest) + ([fill % largest] if fill % largest else [])
+    with SiteClient(site) as client, ThreadPoolExecutor(max_workers=4) as pool:
+        client.cookies.set(site.cookie_name, signed_in.session_token())
+        fillers = list(pool.map(lambda n: client.upload(b"f" * sizes[n], f"filler-{n}.bin",
+                                                        "application/octet-stream"), range(len(sizes))))
     start_task(signed_in, "roomless.txt")
     expect(page.locator("#status")).to_have_text("Failed")
     expect(page.locator("#failure")).to_contain_text("not enough storage")
@@ -302,18 +303,19 @@ def test_pages_fit_320_and_390_pixels(signed_in: SitePage) -> None:
     start_task(signed_in, long_name)
     task_id = task_id_of(page)
     expect(page.locator("#status")).to_have_text("Succeeded")
+    # Each page with what shows it has loaded its data.
     pages = {
-        "login": "/login",
-        "files": "/files",
-        "tasks": "/tasks",
-        "task": f"/tasks/{task_id}",
-        "not-found": "/tasks/00000000-0000-4000-8000-000000000000",
+        "login": ("/login", "#auth-form"),
+        "files": ("/files", f"#file-list li[data-file-id='{file['id']}']"),
+        "tasks": ("/tasks", f"#task-list li[data-task-id='{task_id}']"),
+        "task": (f"/tasks/{task_id}", "#result:not([hidden])"),
+        "not-found": ("/tasks/00000000-0000-4000-8000-000000000000", "h1"),
     }
     for width in WIDTHS:
         page.set_viewport_size({"width": width, "height": 800})
-        for name, path in pages.items():
+        for name, (path, loaded) in pages.items():
             signed_in.goto(path)
-            page.wait_for_load_state("networkidle")
+            expect(page.locator(loaded)).to_be_visible()
             scroll, inner = signed_in.overflow()
             assert scroll <= inner, f"{path} at {width} px: scrollWidth {scroll} > innerWidth {inner}"
             if width == 390:

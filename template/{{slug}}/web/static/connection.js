@@ -6,6 +6,8 @@
 // only after that succeeds are the actions enabled again.
 "use strict";
 
+import { tryAgainButton } from "/static/view.js";
+
 const notice = document.getElementById("connection");
 const rechecks = new Set();
 let stale = !navigator.onLine;
@@ -31,15 +33,16 @@ function applyToActions() {
   }
 }
 
+// A control the page disabled while a request ran comes back — unless the page went stale meanwhile.
+export function release(control) {
+  control.disabled = false;
+  applyToActions();
+}
+
 function say(text, withRetry = false) {
   notice.replaceChildren(text);
   if (withRetry) {
-    const again = document.createElement("button");
-    again.type = "button";
-    again.className = "secondary";
-    again.textContent = "Try again";
-    again.addEventListener("click", () => recheck());
-    notice.append(" ", again);
+    notice.append(" ", tryAgainButton(() => recheck()));
   }
   notice.hidden = false;
 }

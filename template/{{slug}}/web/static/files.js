@@ -2,8 +2,8 @@
 "use strict";
 
 import { ApiError, api, request } from "/static/api.js";
-import { onRecheck, recheck } from "/static/connection.js";
-import { element, formatBytes, formatTime } from "/static/format.js";
+import { onRecheck, recheck, release } from "/static/connection.js";
+import { element, formatBytes, formatTime, tell } from "/static/view.js";
 import { errorWords } from "/static/words.js";
 
 const main = document.getElementById("main");
@@ -16,11 +16,6 @@ const listMessage = document.getElementById("list-message");
 const more = document.getElementById("more-files");
 const dialog = document.getElementById("preview");
 let nextCursor = null;
-
-function tell(where, text, isError = false) {
-  where.textContent = text;
-  where.classList.toggle("error", isError);
-}
 
 function fileItem(file) {
   const item = element("li", null, "item");
@@ -101,7 +96,7 @@ form.addEventListener("submit", async (event) => {
       await reload();
     }
   } finally {
-    button.disabled = false;
+    release(button);
   }
 });
 
@@ -135,7 +130,7 @@ async function removeFile(file, item, button) {
       ? `${file.name} is being deleted; storage did not answer, so it will be finished shortly.`
       : `Deleted ${file.name}.`);
   } catch (error) {
-    button.disabled = false;
+    release(button);
     tell(listMessage, `Could not delete ${file.name}: ${errorWords(error)}`, true);
   }
 }

@@ -6,6 +6,7 @@
 // tab is hidden — the connection module's re-check resumes it.
 "use strict";
 
+import { tryAgainButton } from "/static/view.js";
 import { errorWords } from "/static/words.js";
 
 export class Poller {
@@ -51,11 +52,6 @@ export class Poller {
 
   pause(error) {
     this.paused = true;
-    const again = document.createElement("button");
-    again.type = "button";
-    again.className = "secondary";
-    again.textContent = "Try again";
-    again.addEventListener("click", () => this.now());
-    this.status.replaceChildren(`Updates are paused: ${errorWords(error)} `, again);
+    this.status.replaceChildren(`Updates are paused: ${errorWords(error)} `, tryAgainButton(() => this.now()));
   }
 }

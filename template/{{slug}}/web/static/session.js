@@ -2,6 +2,7 @@
 "use strict";
 
 import { api } from "/static/api.js";
+import { release } from "/static/connection.js";
 import { errorWords } from "/static/words.js";
 
 const signOut = document.getElementById("sign-out");
@@ -12,7 +13,7 @@ if (signOut) {
       await api.post("/api/auth/logout");
       window.location.assign("/login");
     } catch (error) {
-      signOut.disabled = false;
+      release(signOut);
       signOut.title = errorWords(error);
     }
   });

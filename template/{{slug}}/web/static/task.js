@@ -3,8 +3,8 @@
 
 import { ApiError, api } from "/static/api.js";
 import { captchaToken, resetCaptcha } from "/static/captcha.js";
-import { onRecheck, recheck } from "/static/connection.js";
-import { formatBytes, formatTime } from "/static/format.js";
+import { onRecheck, recheck, release } from "/static/connection.js";
+import { formatBytes, formatTime, tell } from "/static/view.js";
 import { Poller } from "/static/poller.js";
 import { ACTIVE, errorWords, failureWords, statusWords } from "/static/words.js";
 
@@ -19,9 +19,8 @@ const actionMessage = $("action-message");
 let shown = null;
 let previewFor = null;
 
-function tell(text, isError = false) {
-  actionMessage.textContent = text;
-  actionMessage.classList.toggle("error", isError);
+function say(text, isError = false) {
+  tell(actionMessage, text, isError);
 }
 
 function show(task) {
@@ -84,17 +83,17 @@ const poller = new Poller(load, DETAIL_EVERY_MS, $("poll-status"));
 
 async function act(button, path, body) {
   button.disabled = true;
-  tell("");
+  say("");
   try {
     show(await api.post(path, body));
     poller.now();
     return true;
   } catch (error) {
-    tell(error instanceof ApiError ? errorWords(error) : "The server did not answer. Check the task's state below before trying again.", true);
+    say(error instanceof ApiError ? errorWords(error) : "The server did not answer. Check the task's state below before trying again.", true);
     poller.now();
     return false;
   } finally {
-    button.disabled = false;
+    release(button);
   }
 }
 
@@ -104,7 +103,7 @@ retryButton.addEventListener("click", async () => {
   const body = {};
   const token = captchaToken(widget);
   if (token === null) {
-    tell("Complete the captcha check first.", true);
+    say("Complete the captcha check first.", true);
     return;
   }
   if (token !== undefined) {
@@ -127,7 +126,7 @@ $("result-preview").addEventListener("click", async () => {
     $("result-empty").hidden = result.size > 0;
     $("result-preview-area").hidden = false;
   } catch (error) {
-    tell(`Could not preview the result: ${errorWords(error)}`, true);
+    say(`Could not preview the result: ${errorWords(error)}`, true);
   }
 });
 

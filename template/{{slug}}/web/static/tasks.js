@@ -9,8 +9,8 @@
 
 import { ApiError, api } from "/static/api.js";
 import { captchaToken, resetCaptcha } from "/static/captcha.js";
-import { onRecheck, recheck } from "/static/connection.js";
-import { element, formatTime } from "/static/format.js";
+import { onRecheck, recheck, release } from "/static/connection.js";
+import { element, formatTime, tell } from "/static/view.js";
 import { Poller } from "/static/poller.js";
 import { ACTIVE, errorWords, statusWords } from "/static/words.js";
 
@@ -30,11 +30,6 @@ const more = document.getElementById("more-tasks");
 let pending = null; // {requestKey, fileId, trim}: a start whose answer is not known yet
 let nextCursor = null;
 const extraPages = [];
-
-function tell(where, text, isError = false) {
-  where.textContent = text;
-  where.classList.toggle("error", isError);
-}
 
 // --- the start form ----------------------------------------------------------------
 
@@ -116,7 +111,7 @@ form.addEventListener("submit", async (event) => {
     pending = null;
     window.location.assign(`/tasks/${task.id}`);
   } catch (error) {
-    startButton.disabled = false;
+    release(startButton);
     resetCaptcha(widget);
     if (error instanceof ApiError) {
       tell(startMessage, errorWords(error), true);

@@ -1,4 +1,5 @@
-// Sizes and times as people read them.
+// Small pieces every page draws with: sizes and times as people read them, elements built
+// without innerHTML, a message line, a "Try again" button.
 "use strict";
 
 export function formatBytes(size) {
@@ -15,7 +16,6 @@ export function formatTime(iso) {
   return iso ? new Date(iso).toLocaleString() : "";
 }
 
-// A small element with text, for building lists without innerHTML.
 export function element(tag, text, className) {
   const node = document.createElement(tag);
   if (text !== undefined && text !== null) {
@@ -25,4 +25,17 @@ export function element(tag, text, className) {
     node.className = className;
   }
   return node;
+}
+
+// Put `text` in a message line; errors are styled as such.
+export function tell(where, text, isError = false) {
+  where.textContent = text;
+  where.classList.toggle("error", isError);
+}
+
+export function tryAgainButton(onClick) {
+  const again = element("button", "Try again", "secondary");
+  again.type = "button";
+  again.addEventListener("click", onClick);
+  return again;
 }
