@@ -238,6 +238,7 @@ def test_a_lost_submit_response_is_resent_with_the_same_key(signed_in: SitePage)
     page.route("**/api/tasks", lose_the_answer)
     start_task(signed_in, "once.txt")
     expect(page.locator("#start-message")).to_contain_text("may or may not have started")
+    expect(page.locator("#task-list li", has_text="once.txt")).to_have_count(1)  # the list shows what happened
     assert count() == 1
     page.unroute("**/api/tasks")
     sent: list[str] = []

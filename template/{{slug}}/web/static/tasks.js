@@ -114,10 +114,14 @@ form.addEventListener("submit", async (event) => {
     release(startButton);
     resetCaptcha(widget);
     if (error instanceof ApiError) {
+      if (error.code === "REQUEST_CONFLICT") {
+        pending = null; // that key is taken by another request: the next press makes a new one
+      }
       tell(startMessage, errorWords(error), true);
     } else {
       tell(startMessage, "The server did not answer, so the task may or may not have started. "
         + "Press Start again to send the same request: it will not start a second task.", true);
+      poller.now(); // if it did start, the list below shows it as soon as the server answers
     }
   }
 });
