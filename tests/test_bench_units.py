@@ -95,7 +95,7 @@ def _report() -> BenchReport:
                         load_before=(0.1, 0.2, 0.3), services="embedded"),
         wall_seconds=300.0,
         end_to_end=[EndToEnd(site="alpha", price=0, workers=1, tasks=100, seconds=5.0, tasks_per_s=20.0,
-                             latency=_latency(180.0)),
+                             latency=_latency(180.0), cpu_ms_per_task={"web": 8.0, "worker": 15.5, "postgres": 9.0}),
                     EndToEnd(site="alpha", price=0, workers=2, tasks=100, seconds=4.0, tasks_per_s=25.0,
                              latency=_latency(150.0))],
         commits=[Commits(site="alpha", tasks=100, write_commits=700, all_commits=1100, poll_queries=80,
@@ -103,7 +103,8 @@ def _report() -> BenchReport:
         api=[ApiSubmit(site="alpha", clients=4, accounts=4, requests=100, seconds=2.0, requests_per_s=50.0,
                        latency=_latency(70.0), created=100, rows=100, resent=10, resent_same=10, max_active=50,
                        limit_burst=100, limit_created=50, limit_refused=50, limit_active_rows=50, problems=[])],
-        baseline=[Baseline(workers=1, tasks=100, seconds=2.5, tasks_per_s=40.0, latency=_latency(90.0)),
+        baseline=[Baseline(workers=1, tasks=100, seconds=2.5, tasks_per_s=40.0, latency=_latency(90.0),
+                           cpu_ms_per_task={"bare worker": 10.0, "postgres": 1.0}),
                   Baseline(workers=2, tasks=100, seconds=2.0, tasks_per_s=50.0, latency=_latency(80.0))],
         pgbench=[Pgbench(clients=1, seconds=8, tps=1000.0), Pgbench(clients=4, seconds=8, tps=1400.0)],
         normalize=Normalize(size=1 << 20, normalize_mib_s=200.0, normalize_trim_mib_s=90.0, copy_mib_s=20000.0),
@@ -140,7 +141,7 @@ def test_markdown_table_has_a_header_rule_and_one_row_per_line() -> None:
 def test_the_printed_report_holds_every_phase_and_the_machine() -> None:
     printed = report.text(_report())
     for expected in ("Test CPU", "fsync on", "End to end", "bare actor", "pgbench", "ceiling tasks/s", "API submit",
-                     "50+50 of 100", "Normalisation", "after 90,000"):
+                     "50+50 of 100", "Normalisation", "after 90,000", "CPU per task by process", "bare worker"):
         assert expected in printed, expected
     assert "API checks failed" not in printed
     assert "| alpha |" in report.markdown(_report())
@@ -279,3 +280,26 @@ def test_processes_the_run_started_are_not_other_load() -> None:
     with meter.phase("nothing"):
         pass
     assert 0.0 <= meter.phases["nothing"] <= 1.0
+
+
+def test_cpu_per_task_is_milliseconds_in_the_reports_order() -> None:
+    from harness.bench import cpu
+
+    before = {"driver": 1.0, "postgres": 2.0, "web": 0.5}
+    after = {"driver": 1.5, "postgres": 4.0, "web": 1.5}
+    assert list(cpu.per_task(before, after, 100).items()) == [("web", 10.0), ("postgres", 20.0), ("driver", 5.0)]
+
+
+def test_cpu_reading_finds_this_process() -> None:
+    import os
+
+    from harness.bench import cpu
+
+    used = cpu.reading({"driver": {os.getpid()}, "nobody": set()})
+    assert used["driver"] > 0 and used["nobody"] == 0
+
+
+def test_the_cpu_table_totals_each_run() -> None:
+    ((_, rendered),) = [s for s in report.sections(_report()) if s[0].startswith("CPU per task")]
+    alpha = next(line for line in rendered.splitlines() if line.startswith("alpha 1w"))
+    assert alpha.split()[-1] == "32.5"

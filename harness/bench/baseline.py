@@ -11,6 +11,7 @@ import asyncio
 import subprocess
 import sys
 import uuid
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from uuid import UUID
@@ -20,7 +21,7 @@ import asyncpg
 from harness import processes, services
 from harness.state import S3Record, SiteRecord, SitesFile
 
-from . import bare_worker
+from . import bare_worker, cpu
 from .accounts import input_text, normalized
 from .loop import Completions, closed_loop
 from .measure import BenchError
@@ -45,7 +46,7 @@ def scratch_names(run_id: str) -> tuple[str, str, str]:
 
 
 @asynccontextmanager
-async def _workers(config: bare_worker.Config, count: int, logs: Path):
+async def _workers(config: bare_worker.Config, count: int, logs: Path) -> AsyncIterator[list[int]]:
     pids: list[int] = []
     logs.mkdir(parents=True, exist_ok=True)
     try:
@@ -59,7 +60,7 @@ async def _workers(config: bare_worker.Config, count: int, logs: Path):
                     stderr=subprocess.STDOUT, start_new_session=True,
                 ).pid)
             await asyncio.to_thread(processes.wait_logged, log_path, offset, bare_worker.READY_LINE, pids[-1])
-        yield
+        yield pids
     finally:
         for pid in pids:
             services.embedded().stop_process(pid)
@@ -76,7 +77,7 @@ def baseline(sites: SitesFile, via: SiteRecord, *, tasks: int, concurrency: int,
             s3_endpoint_url=via.s3_endpoint_url, s3_access_key_id=s3.access_key_id,
             s3_secret_access_key=s3.secret_access_key, s3_region=s3.region, bucket=bucket,
         )
-        return asyncio.run(_measure(config, tasks, concurrency, workers, logs))
+        return asyncio.run(_measure(config, tasks, concurrency, workers, logs, cpu.service_groups(sites, via)))
     finally:
         problems = services.drop_resources(sites.services, database=database, bucket=bucket, namespace=namespace,
                                            queues=(namespace,))
@@ -85,7 +86,7 @@ def baseline(sites: SitesFile, via: SiteRecord, *, tasks: int, concurrency: int,
 
 
 async def _measure(config: bare_worker.Config, tasks: int, concurrency: int, workers: tuple[int, ...],
-                   logs: Path) -> list[Baseline]:
+                   logs: Path, shared: cpu.Groups) -> list[Baseline]:
     sources = [f"inputs/{client}" for client in range(concurrency)]
     direct = S3Record(kind="s3", url=config.s3_endpoint_url, access_key_id=config.s3_access_key_id,
                       secret_access_key=config.s3_secret_access_key, region=config.s3_region)
@@ -109,12 +110,15 @@ async def _measure(config: bare_worker.Config, tasks: int, concurrency: int, wor
 
         measured = []
         for count in workers:
-            async with _workers(config, count, logs):
+            async with _workers(config, count, logs) as pids:
                 await closed_loop(start, Completions(conn, RESULTS_FINISHED), concurrency, concurrency)  # warm
+                groups = {**shared, "bare worker": set(pids)}
+                before = cpu.reading(groups)
                 batch = await closed_loop(start, Completions(conn, RESULTS_FINISHED), tasks, concurrency)
+                used = cpu.per_task(before, cpu.reading(groups), tasks)
             await _check_results(conn, batch.jobs, expected)
             measured.append(Baseline(workers=count, tasks=tasks, seconds=batch.seconds,
-                                     tasks_per_s=batch.jobs_per_s, latency=batch.latency))
+                                     tasks_per_s=batch.jobs_per_s, latency=batch.latency, cpu_ms_per_task=used))
         return measured
     finally:
         await conn.close()

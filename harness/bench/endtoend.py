@@ -16,7 +16,7 @@ import asyncpg
 
 from harness.state import SiteRecord
 
-from . import commits
+from . import commits, cpu
 from .accounts import Account, normalized, task_price
 from .loop import TASKS_FINISHED, Completions, LoopResult, closed_loop
 from .measure import BenchError
@@ -38,8 +38,9 @@ async def _check_results(conn: asyncpg.Connection, jobs: list[UUID], accounts: l
 
 
 async def end_to_end(site: SiteRecord, accounts: list[Account], *, tasks: int, workers: int,
-                     server_url: str | None = None) -> tuple[EndToEnd, Commits | None]:
-    """One closed-loop batch of ``tasks`` with ``len(accounts)`` in flight; commits counted if ``server_url``."""
+                     groups: cpu.Groups, server_url: str | None = None) -> tuple[EndToEnd, Commits | None]:
+    """One closed-loop batch of ``tasks`` with ``len(accounts)`` in flight; the CPU it costs each
+    process in ``groups``; commits counted if ``server_url``."""
 
     async def start(client: int, _: int) -> UUID:
         response = await accounts[client].submit()
@@ -55,7 +56,9 @@ async def end_to_end(site: SiteRecord, accounts: list[Account], *, tasks: int, w
         await closed_loop(start, Completions(conn, TASKS_FINISHED), len(accounts), len(accounts))
         window = await commits.open_window(server, database_name(site)) if server else None
         completions = Completions(conn, TASKS_FINISHED)
+        before = cpu.reading(groups)
         batch: LoopResult = await closed_loop(start, completions, tasks, len(accounts))
+        used = cpu.per_task(before, cpu.reading(groups), tasks)
         counted = None
         if server and window:
             counted = await commits.close_window(server, database_name(site), window, site=site.slug, tasks=tasks,
@@ -66,5 +69,5 @@ async def end_to_end(site: SiteRecord, accounts: list[Account], *, tasks: int, w
         if server:
             await server.close()
     result = EndToEnd(site=site.slug, price=task_price(site), workers=workers, tasks=tasks, seconds=batch.seconds,
-                      tasks_per_s=batch.jobs_per_s, latency=batch.latency)
+                      tasks_per_s=batch.jobs_per_s, latency=batch.latency, cpu_ms_per_task=used)
     return result, counted

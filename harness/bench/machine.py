@@ -85,7 +85,7 @@ def describe(services: Services, load_before: tuple[float, float, float]) -> Mac
 # --- other load ----------------------------------------------------------------------
 
 
-def _cpu_by_pid() -> dict[int, tuple[int, float]]:
+def cpu_by_pid() -> dict[int, tuple[int, float]]:
     """pid -> (parent pid, CPU seconds used so far) for every process."""
     tick = os.sysconf("SC_CLK_TCK")
     seen: dict[int, tuple[int, float]] = {}
@@ -123,11 +123,11 @@ class OtherLoad:
 
     @contextmanager
     def phase(self, name: str) -> Iterator[None]:
-        began, before = time.monotonic(), _cpu_by_pid()
+        began, before = time.monotonic(), cpu_by_pid()
         try:
             yield
         finally:
-            after = _cpu_by_pid()
+            after = cpu_by_pid()
             # A process that ended during the phase is missed: this errs towards too little.
             other = sum(cpu - (before[pid][1] if pid in before else 0.0)
                         for pid, (_, cpu) in after.items() if not _ours(pid, after, self.root))

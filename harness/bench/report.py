@@ -7,6 +7,7 @@ from pathlib import Path
 
 import msgspec
 
+from .cpu import GROUPS
 from .measure import ceiling, ratio
 from .results import BenchReport
 
@@ -85,6 +86,15 @@ def sections(report: BenchReport, markdown: bool = False) -> list[tuple[str, str
         out.append((f"End to end, submit -> succeeded ({config.concurrency} in flight, {config.tasks} tasks a batch)",
                     table(["site", "price", "workers", "tasks/s", "p50 ms", "p95 ms", "p99 ms", "vs bare"], rows,
                           markdown)))
+    if report.end_to_end or report.baseline:
+        runs = [(f"{e.site} {e.workers}w", e.cpu_ms_per_task) for e in report.end_to_end]
+        runs += [(f"bare actor {b.workers}w", b.cpu_ms_per_task) for b in report.baseline]
+        columns = [g for g in GROUPS if any(g in used for _, used in runs)]
+        if columns:
+            out.append(("CPU per task by process, ms (the profile across processes)", table(
+                ["run", *columns, "total"],
+                [[name, *(used.get(g) for g in columns), round(sum(used.values()), 2)] for name, used in runs],
+                markdown)))
     if report.pgbench:
         out.append(("PostgreSQL commit rate (pgbench simple-update)", table(
             ["clients", "seconds", "commits/s"], [[p.clients, p.seconds, p.tps] for p in report.pgbench], markdown)))

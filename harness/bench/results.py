@@ -53,6 +53,7 @@ class EndToEnd(msgspec.Struct, frozen=True):
     seconds: float
     tasks_per_s: float
     latency: Latency  # submit request sent -> task.finished_at (same clock)
+    cpu_ms_per_task: dict[str, float] = msgspec.field(default_factory=dict)  # by process (cpu.py)
 
 
 class Commits(msgspec.Struct, frozen=True):
@@ -98,6 +99,7 @@ class Baseline(msgspec.Struct, frozen=True):
     seconds: float
     tasks_per_s: float
     latency: Latency  # message sent -> result row's finished_at
+    cpu_ms_per_task: dict[str, float] = msgspec.field(default_factory=dict)
 
 
 class Pgbench(msgspec.Struct, frozen=True):

@@ -21,6 +21,7 @@ from harness import control, stand, state
 from harness.render import provenance
 from harness.state import SiteRecord, SitesFile
 
+from . import cpu
 from . import report as reports
 from .accounts import open_account
 from .api import api_submit
@@ -59,8 +60,10 @@ async def site_phases(state_dir: Path, sites: SitesFile, site: SiteRecord, confi
             log.info("%s: end to end with %d worker process(es)", site.slug, workers)
             # Commits are counted once, with the first worker count: the count per task does not
             # depend on how many processes share the work.
+            current = next(r for r in state.load(state_dir).sites if r.slug == site.slug)  # the new worker pids
             with other.phase(f"{site.slug} end to end, {workers} worker(s)"):
                 measured, counted = await end_to_end(site, accounts, tasks=config.tasks, workers=workers,
+                                                     groups=cpu.site_groups(sites, current),
                                                      server_url=sites.services.postgres.url if index == 0 else None)
             report.end_to_end.append(measured)
             if counted:

@@ -1,0 +1,51 @@
+"""Where a batch's CPU goes: seconds used by each part of the system, read from /proc.
+
+Every part runs as its own process (or, for PostgreSQL, a postmaster and its
+backends), so the CPU a batch costs each of them is the difference of two
+readings — a profile across processes that needs no instrumentation in them.
+"""
+
+from __future__ import annotations
+
+import os
+
+from harness.state import SiteRecord, SitesFile
+
+from .machine import cpu_by_pid
+
+# The order the report lists them in.
+GROUPS = ("web", "worker", "bare worker", "postgres", "s3", "s3 proxy", "broker", "driver")
+
+Groups = dict[str, set[int]]
+
+
+def service_groups(sites: SitesFile, site: SiteRecord) -> Groups:
+    """The shared servers this run started (external ones are not measured) and this process."""
+    services = sites.services
+    groups: Groups = {"driver": {os.getpid()}}
+    for name, record in (("postgres", services.postgres), ("broker", services.broker), ("s3", services.s3)):
+        if record.pid:
+            groups[name] = {record.pid}
+    proxy = services.s3_proxies.get(site.slug)
+    if proxy and proxy.pid:
+        groups["s3 proxy"] = {proxy.pid}
+    return groups
+
+
+def site_groups(sites: SitesFile, site: SiteRecord) -> Groups:
+    return {**service_groups(sites, site), "web": set(site.pids.web), "worker": set(site.pids.worker)}
+
+
+def reading(groups: Groups) -> dict[str, float]:
+    """CPU seconds so far per group; PostgreSQL's backends count with their postmaster."""
+    used = dict.fromkeys(groups, 0.0)
+    for pid, (parent, seconds) in cpu_by_pid().items():
+        for name, roots in groups.items():
+            if pid in roots or (name == "postgres" and parent in roots):
+                used[name] += seconds
+    return used
+
+
+def per_task(before: dict[str, float], after: dict[str, float], tasks: int) -> dict[str, float]:
+    """Milliseconds of CPU per task for each group, in the report's order."""
+    return {name: round(1000 * (after[name] - before[name]) / tasks, 2) for name in GROUPS if name in after}
