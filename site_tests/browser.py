@@ -95,6 +95,13 @@ class SitePage:
         assert response.status == 201, response.text()
         return response.json()
 
+    def switch_tab(self, state: str) -> None:
+        """As if the visitor switched to another tab ("hidden") or back ("visible")."""
+        self.page.evaluate("""state => {
+            Object.defineProperty(document, "visibilityState", { value: state, configurable: true });
+            document.dispatchEvent(new Event("visibilitychange"));
+        }""", state)
+
     def session_token(self) -> str:
         return next(c["value"] for c in self.context.cookies(self.site.base_url) if c["name"] == self.site.cookie_name)
 

@@ -18,7 +18,11 @@ from . import db, faults
 from .browser import WIDTHS, SitePage, launch, require_chromium, site_page
 from .client import PASSWORD, SiteClient, grant_credits, policy
 from .operator import maintain
+from .test_tasks import body as submit_body
 from .waiting import wait_for
+
+# The pages poll every 3 s (detail) and 5 s (list): a state shows within a few polls.
+expect.set_options(timeout=20_000)
 
 SOURCE = b"first line  \r\nsecond\t\r\nthird"
 NORMALIZED = b"first line\nsecond\nthird"
@@ -294,6 +298,21 @@ def test_offline_disables_actions_and_reconnecting_rechecks(signed_in: SitePage)
     page.locator("#list-poll").get_by_role("button", name="Try again").click()
     expect(page.locator("#list-poll")).to_be_empty()
     expect(page.locator(f"#task-list li[data-task-id='{task_id}'] .status")).to_have_text("Canceled")
+
+
+def test_coming_back_to_the_tab_rechecks(signed_in: SitePage) -> None:
+    page, site = signed_in.page, signed_in.site
+    file = signed_in.upload(b"two devices", "devices.txt")
+    first = signed_in.api("POST", "/api/tasks", data=submit_body(file["id"])).json()
+    signed_in.goto("/tasks")
+    expect(page.locator(f"#task-list li[data-task-id='{first['id']}'] .status")).to_have_text("Succeeded")
+    # Nothing on the list is active, so it no longer polls; a task started elsewhere shows only on a re-check.
+    signed_in.switch_tab("hidden")
+    with SiteClient(site) as other_device:
+        other_device.cookies.set(site.cookie_name, signed_in.session_token())
+        second = other_device.post("/api/tasks", json=submit_body(file["id"], trim=True)).json()
+    signed_in.switch_tab("visible")
+    expect(page.locator(f"#task-list li[data-task-id='{second['id']}']")).to_have_count(1)
 
 
 def test_pages_fit_320_and_390_pixels(signed_in: SitePage) -> None:
