@@ -67,12 +67,17 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def cmd_bench(args: argparse.Namespace) -> int:
     from .bench import report as bench_report
+    from .bench.measure import BenchError
     from .bench.results import BenchConfig
     from .bench.run import run, write_outputs
 
     state_dir = Path(args.state) if args.state else KIT_ROOT / ".state" / "bench" / _default_state().name
     config = BenchConfig(sites=args.sites, tasks=args.tasks, concurrency=args.concurrency)
-    result = run(config, state_dir)
+    try:
+        result = run(config, state_dir)
+    except BenchError as error:  # a number that could not be trusted: say which, logs stay in the state folder
+        print(f"bench: {error} (logs: {state_dir.resolve()})", file=sys.stderr)
+        return 1
     written = write_outputs(result, state_dir, Path(args.json) if args.json else None,
                             Path(args.plot) if args.plot else None)
     print(bench_report.text(result), end="")

@@ -303,3 +303,15 @@ def test_the_cpu_table_totals_each_run() -> None:
     ((_, rendered),) = [s for s in report.sections(_report()) if s[0].startswith("CPU per task")]
     alpha = next(line for line in rendered.splitlines() if line.startswith("alpha 1w"))
     assert alpha.split()[-1] == "32.5"
+
+
+def test_a_failed_measurement_is_one_line(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+                                          tmp_path: Path) -> None:
+    from harness.bench import run
+
+    def fail(config: BenchConfig, state_dir: Path) -> BenchReport:
+        raise BenchError("job 42 did not finish within 120 s")
+
+    monkeypatch.setattr(run, "run", fail)
+    assert cli.main(["bench", "--state", str(tmp_path)]) == 1
+    assert capsys.readouterr().err.startswith("bench: job 42 did not finish within 120 s (logs: ")
