@@ -13,7 +13,6 @@ HARNESS_S3_SECRET_ACCESS_KEY (and optionally HARNESS_S3_REGION).
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import logging
 import os
 import subprocess
@@ -27,7 +26,7 @@ from urllib.parse import urlsplit
 import asyncpg
 from aiobotocore.session import get_session
 
-from . import KIT_ROOT
+from . import KIT_ROOT, template_module
 from .state import S3Record, ServiceRecord, Services, SiteRecord
 
 log = logging.getLogger(__name__)
@@ -36,13 +35,7 @@ log = logging.getLogger(__name__)
 @cache
 def embedded() -> ModuleType:
     """The site template's embedded-server module: one implementation for sites and harness."""
-    path = KIT_ROOT / "template" / "{{slug}}" / "embedded.py"
-    spec = importlib.util.spec_from_file_location("sitekit_embedded", path)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return template_module("{{slug}}/embedded.py", "sitekit_embedded")
 
 
 class ServiceError(RuntimeError):

@@ -80,10 +80,9 @@ class SitePage:
 
     def api(self, method: str, path: str, **kwargs):
         """The JSON API with the browser's own cookies (and the site's Origin, as its pages send)."""
-        response = self.context.request.fetch(self.url(path), method=method,
-                                              headers={"Origin": self.site.origin, **kwargs.pop("headers", {})},
-                                              **kwargs)
-        return response
+        return self.context.request.fetch(self.url(path), method=method,
+                                          headers={"Origin": self.site.origin, **kwargs.pop("headers", {})},
+                                          **kwargs)
 
     def register(self, email: str) -> dict:
         response = self.api("POST", "/api/auth/register", data={"email": email, "password": PASSWORD})

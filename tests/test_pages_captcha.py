@@ -4,7 +4,6 @@ machine cannot reach it); the page's own code, the CSP and the server-side verif
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import secrets
 from pathlib import Path
@@ -12,7 +11,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Route, expect, sync_playwright
 
-from harness import KIT_ROOT
+from harness import template_module
 from site_tests.browser import PHONE, launch, require_chromium
 
 from .dev_site import dev_site
@@ -38,14 +37,6 @@ for (const container of document.querySelectorAll(".cf-turnstile")) {
 """
 
 
-def _verifier_module():
-    spec = importlib.util.spec_from_file_location("sitekit_turnstile", KIT_ROOT / "template" / "tests" / "turnstile.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.mark.slow
 def test_the_widgets_token_is_verified_by_the_server(installed_site: tuple[Path, str], tmp_path: Path) -> None:
     require_chromium()
@@ -55,7 +46,7 @@ def test_the_widgets_token_is_verified_by_the_server(installed_site: tuple[Path,
                         'actions = ["task_submit", "task_retry"]\n', policy)
     config = tmp_path / "site.toml"
     config.write_text(captcha_on)
-    turnstile = _verifier_module()
+    turnstile = template_module("tests/turnstile.py", "sitekit_turnstile")
     with turnstile.Verifier() as verifier, dev_site(
         site_dir, python, "zeta9", tmp_path / "state",
         env={"SITE_CONFIG": str(config), "TURNSTILE_SECRET_KEY": turnstile.SECRET, "CAPTCHA_VERIFY_URL": verifier.url},

@@ -32,20 +32,20 @@ def provide_pool(state: State) -> asyncpg.Pool:
     return state.runtime.pool
 
 
-async def provide_account(request: Request, pool: DbPool, settings: SiteSettings) -> Account:
-    """The account of the session cookie named for this site, counted against its rate limit.
+async def session_account(conn: asyncpg.Connection, request: Request, settings: Settings) -> Account | None:
+    """The live session's account, from the cookie named for this site only: a browser holding
+    cookies of several sites on one host always resolves to this site's own session."""
+    return await account_for_token(conn, settings, request.cookies.get(settings.session_cookie, ""))
 
-    Only this site's cookie name is read, so a browser holding cookies of
-    several sites on one host always resolves to this site's own session.
-    Reads (GET/HEAD) and writes count in separate buckets.
-    """
-    token = request.cookies.get(settings.session_cookie)
-    if not token:
+
+async def provide_account(request: Request, pool: DbPool, settings: SiteSettings) -> Account:
+    """The signed-in account, counted against its rate limit (reads (GET/HEAD) and writes apart)."""
+    if settings.session_cookie not in request.cookies:
         raise Unauthenticated()
     policy = settings.policy.tasks
     reading = request.method in ("GET", "HEAD")
     async with pool.acquire() as conn:
-        account = await account_for_token(conn, settings, token)
+        account = await session_account(conn, request, settings)
         if account is None:
             raise Unauthenticated()
         await take(conn, account.id, "read" if reading else "write",

@@ -13,7 +13,6 @@ from urllib.parse import quote
 from uuid import UUID
 
 from litestar import Request, Response, Router, get
-from litestar.datastructures import State
 from litestar.di import Provide
 from litestar.params import FromPath, QueryParameter
 from litestar.response import Redirect, Template
@@ -21,11 +20,11 @@ from litestar.static_files import create_static_files_router
 from litestar.status_codes import HTTP_303_SEE_OTHER, HTTP_404_NOT_FOUND
 
 from .. import captcha
-from ..auth.sessions import Account, account_for_token
+from ..auth.sessions import Account
 from ..settings import Settings
 from ..tasks import store as tasks
 from ..tasks.errors import TaskNotFound
-from .dependencies import NamedDependency, SiteRuntime, SiteSettings
+from .dependencies import DbPool, NamedDependency, SiteRuntime, SiteSettings, session_account
 
 HERE = Path(__file__).parent
 TEMPLATES = HERE / "templates"
@@ -53,14 +52,12 @@ def redirect_to_login(request: Request, _: SignInRequired) -> Response:
     return Redirect(f"/login?next={quote(request.url.path)}", status_code=HTTP_303_SEE_OTHER)
 
 
-async def provide_viewer(request: Request, state: State) -> Account:
+async def provide_viewer(request: Request, pool: DbPool, settings: SiteSettings) -> Account:
     """The signed-in account of a page view. Unlike the API's account it spends no rate-limit count:
     the page itself reads nothing; its scripts' API calls are counted as usual."""
-    runtime = state.runtime
-    token = request.cookies.get(runtime.settings.session_cookie)
-    if token:
-        async with runtime.pool.acquire() as conn:
-            if account := await account_for_token(conn, runtime.settings, token):
+    if settings.session_cookie in request.cookies:
+        async with pool.acquire() as conn:
+            if account := await session_account(conn, request, settings):
                 return account
     raise SignInRequired()
 
