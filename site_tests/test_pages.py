@@ -315,6 +315,39 @@ def test_coming_back_to_the_tab_rechecks(signed_in: SitePage) -> None:
     expect(page.locator(f"#task-list li[data-task-id='{second['id']}']")).to_have_count(1)
 
 
+def test_buttons_wait_for_their_scripts(signed_in: SitePage) -> None:
+    # Scripts held back (a slow network): the page is on screen but nothing is wired yet, so a press
+    # would be lost. The buttons stay disabled until their module has attached its handler.
+    page = signed_in.page
+    held: list[Route] = []
+    holding = True
+
+    def hold(route: Route) -> None:
+        if holding:
+            held.append(route)
+        else:
+            route.continue_()
+
+    page.route("**/static/*.js", hold)
+    page.goto(signed_in.url("/tasks"), wait_until="commit")
+    start, sign_out = page.locator("#start-button"), page.get_by_role("button", name="Sign out")
+    expect(start).to_be_disabled()
+    expect(sign_out).to_be_disabled()
+
+
+    def asked_for() -> int:
+        page.evaluate("0")  # a call into playwright delivers the route events queued meanwhile
+        return len(held)
+
+    wait_for(lambda: asked_for() >= 2, what="the page to ask for session.js and tasks.js")
+    holding = False
+    for route in held:
+        route.continue_()
+    expect(start).to_be_enabled()
+    sign_out.click()
+    expect(page).to_have_url(signed_in.url("/login"))
+
+
 def test_pages_fit_320_and_390_pixels(signed_in: SitePage) -> None:
     page = signed_in.page
     long_name = "anunbrokenfilenamethatnobrowsercanwrap" * 4 + ".txt"

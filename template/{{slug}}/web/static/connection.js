@@ -34,6 +34,9 @@ function applyToActions() {
 }
 
 // A control the page disabled while a request ran comes back — unless the page went stale meanwhile.
+// Action controls are also rendered disabled, so a click that lands before the page's module has
+// attached its handler is not lost (or sent as a plain form submission); the module releases them
+// once it has.
 export function release(control) {
   control.disabled = false;
   applyToActions();

@@ -9,6 +9,7 @@ import { errorWords } from "/static/words.js";
 const main = document.getElementById("main");
 const maxFileBytes = Number(main.dataset.maxFileBytes);
 const form = document.getElementById("upload-form");
+const uploadButton = document.getElementById("upload-button");
 const chooser = document.getElementById("upload-file");
 const uploadMessage = document.getElementById("upload-message");
 const list = document.getElementById("file-list");
@@ -77,8 +78,7 @@ form.addEventListener("submit", async (event) => {
     tell(uploadMessage, `This file is ${formatBytes(file.size)}; the largest this site takes is ${formatBytes(maxFileBytes)}.`, true);
     return;
   }
-  const button = form.querySelector("button[type=submit]");
-  button.disabled = true;
+  uploadButton.disabled = true;
   tell(uploadMessage, `Uploading ${file.name}…`);
   try {
     const stored = await request("POST", `/api/files?name=${encodeURIComponent(file.name)}`, {
@@ -96,9 +96,10 @@ form.addEventListener("submit", async (event) => {
       await reload();
     }
   } finally {
-    release(button);
+    release(uploadButton);
   }
 });
+release(uploadButton);
 
 async function showPreview(file, button) {
   button.disabled = true;

@@ -29,4 +29,8 @@
     }
     message.classList.add("error");
   });
+  // Rendered disabled: a press before this handler exists would otherwise be a plain form post.
+  for (const button of form.querySelectorAll("button")) {
+    button.disabled = false;
+  }
 })();

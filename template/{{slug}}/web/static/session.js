@@ -17,4 +17,5 @@ if (signOut) {
       signOut.title = errorWords(error);
     }
   });
+  release(signOut);
 }

@@ -125,6 +125,7 @@ form.addEventListener("submit", async (event) => {
     }
   }
 });
+release(startButton);
 
 // --- the list ------------------------------------------------------------------
 
