@@ -24,6 +24,7 @@ from .waiting import wait_for
 # The pages poll every 3 s (detail) and 5 s (list): a state shows within a few polls.
 expect.set_options(timeout=20_000)
 
+PAGE_SIZE = 20  # the API's page of files and tasks
 SOURCE = b"first line  \r\nsecond\t\r\nthird"
 NORMALIZED = b"first line\nsecond\nthird"
 
@@ -346,6 +347,40 @@ def test_buttons_wait_for_their_scripts(signed_in: SitePage) -> None:
     expect(start).to_be_enabled()
     sign_out.click()
     expect(page).to_have_url(signed_in.url("/login"))
+
+
+def test_show_more_pages_through_both_lists(signed_in: SitePage) -> None:
+    page, site = signed_in.page, signed_in.site
+    account_id = signed_in.account["id"]
+    source = signed_in.upload(b"one page and one more", "paged.txt")
+    max_active = policy(site)["tasks"]["max_active"]
+
+    def active() -> int:
+        return db.fetchval(site, "SELECT count(*) FROM task WHERE owner_id = $1 AND task_is_active(status)",
+                           account_id)
+
+    # 21 tasks (a page and one more) and with their results 22 files; submits wait for room under the
+    # active limit instead of spending the write rate on refusals.
+    task_ids = set()
+    for _ in range(PAGE_SIZE + 1):
+        wait_for(lambda: active() < max_active, what="room under the active limit")
+        created = signed_in.api("POST", "/api/tasks", data=submit_body(source["id"]))
+        assert created.status == 201, created.text()
+        task_ids.add(created.json()["id"])
+    wait_for(lambda: active() == 0, what="every task to settle")
+    ready = db.fetch(site, "SELECT id::text FROM file WHERE owner_id = $1 AND status = 'ready'", account_id)
+    file_ids = {row["id"] for row in ready}
+    assert len(file_ids) == PAGE_SIZE + 2  # the input and 21 results
+
+    for path, list_id, more, key, expected in (("/tasks", "task-list", "more-tasks", "taskId", task_ids),
+                                               ("/files", "file-list", "more-files", "fileId", file_ids)):
+        signed_in.goto(path)
+        items = page.locator(f"#{list_id} li")
+        expect(items).to_have_count(PAGE_SIZE)
+        page.locator(f"#{more}").click()
+        expect(items).to_have_count(len(expected))
+        expect(page.locator(f"#{more}")).to_be_hidden()
+        assert set(items.evaluate_all(f"items => items.map((item) => item.dataset.{key})")) == expected, path
 
 
 def test_pages_fit_320_and_390_pixels(signed_in: SitePage) -> None:
