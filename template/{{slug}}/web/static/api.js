@@ -57,6 +57,8 @@ export async function request(method, path, { json, body, headers } = {}) {
 
 export const api = {
   get: (path) => request("GET", path),
+  // One page of a keyset-paged list: the first without a cursor, then the cursor the last page gave.
+  page: (path, cursor) => request("GET", cursor ? `${path}?cursor=${encodeURIComponent(cursor)}` : path),
   post: (path, json) => request("POST", path, { json }),
   delete: (path) => request("DELETE", path),
 };

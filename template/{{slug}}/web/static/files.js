@@ -3,7 +3,7 @@
 
 import { ApiError, api, request } from "/static/api.js";
 import { onRecheck, recheck, release } from "/static/connection.js";
-import { element, formatBytes, formatTime, tell } from "/static/view.js";
+import { element, formatBytes, formatTime, showMore, tell } from "/static/view.js";
 import { errorWords } from "/static/words.js";
 
 const main = document.getElementById("main");
@@ -42,8 +42,7 @@ function fileItem(file) {
 }
 
 async function loadFiles(reset) {
-  const cursor = reset ? null : nextCursor;
-  const page = await api.get(`/api/files${cursor ? `?cursor=${encodeURIComponent(cursor)}` : ""}`);
+  const page = await api.page("/api/files", reset ? null : nextCursor);
   if (reset) {
     list.replaceChildren();
   }
@@ -136,16 +135,7 @@ async function removeFile(file, item, button) {
   }
 }
 
-more.addEventListener("click", async () => {
-  more.disabled = true;
-  try {
-    await loadFiles(false);
-  } catch (error) {
-    tell(listMessage, `Could not load more files: ${errorWords(error)}`, true);
-  } finally {
-    more.disabled = false;
-  }
-});
+showMore(more, listMessage, "files", () => loadFiles(false));
 
 onRecheck(reload);
 recheck();

@@ -10,7 +10,7 @@
 import { ApiError, api } from "/static/api.js";
 import { captchaToken, resetCaptcha } from "/static/captcha.js";
 import { onRecheck, recheck, release } from "/static/connection.js";
-import { element, formatTime, tell } from "/static/view.js";
+import { element, formatTime, showMore, tell } from "/static/view.js";
 import { Poller } from "/static/poller.js";
 import { ACTIVE, errorWords, statusWords } from "/static/words.js";
 
@@ -37,7 +37,7 @@ async function loadTextFiles() {
   const files = [];
   let cursor = null;
   for (let page = 0; page < MAX_FILE_PAGES; page += 1) {
-    const answer = await api.get(`/api/files${cursor ? `?cursor=${encodeURIComponent(cursor)}` : ""}`);
+    const answer = await api.page("/api/files", cursor);
     files.push(...answer.items.filter((file) => file.contentType === TEXT));
     cursor = answer.nextCursor;
     if (!cursor) {
@@ -170,18 +170,11 @@ async function loadList() {
 
 const poller = new Poller(loadList, LIST_EVERY_MS, document.getElementById("list-poll"));
 
-more.addEventListener("click", async () => {
-  more.disabled = true;
-  try {
-    const page = await api.get(`/api/tasks?cursor=${encodeURIComponent(nextCursor)}`);
-    extraPages.push(page);
-    nextCursor = page.nextCursor;
-    render();
-  } catch (error) {
-    tell(listMessage, `Could not load more tasks: ${errorWords(error)}`, true);
-  } finally {
-    more.disabled = false;
-  }
+showMore(more, listMessage, "tasks", async () => {
+  const page = await api.page("/api/tasks", nextCursor);
+  extraPages.push(page);
+  nextCursor = page.nextCursor;
+  render();
 });
 
 async function refreshFiles() {

@@ -1,6 +1,8 @@
 // Small pieces every page draws with: sizes and times as people read them, elements built
-// without innerHTML, a message line, a "Try again" button.
+// without innerHTML, a message line, a "Try again" button, a "Show more" button.
 "use strict";
+
+import { errorWords } from "/static/words.js";
 
 export function formatBytes(size) {
   if (size < 1024) {
@@ -31,6 +33,20 @@ export function element(tag, text, className) {
 export function tell(where, text, isError = false) {
   where.textContent = text;
   where.classList.toggle("error", isError);
+}
+
+// `load` fetches and shows the next page of a list; the button waits for it, and a failure is said.
+export function showMore(button, message, what, load) {
+  button.addEventListener("click", async () => {
+    button.disabled = true;
+    try {
+      await load();
+    } catch (error) {
+      tell(message, `Could not load more ${what}: ${errorWords(error)}`, true);
+    } finally {
+      button.disabled = false;
+    }
+  });
 }
 
 export function tryAgainButton(onClick) {
