@@ -83,10 +83,12 @@ export function recheck() {
   return checking;
 }
 
-window.addEventListener("offline", () => {
+function wentOffline() {
   setStale(true);
   say("You are offline. Actions are paused until you reconnect and the page has checked for changes.");
-});
+}
+
+window.addEventListener("offline", wentOffline);
 window.addEventListener("online", () => recheck());
 document.addEventListener("visibilitychange", () => {
   if (document.visibilityState === "visible") {
@@ -96,6 +98,5 @@ document.addEventListener("visibilitychange", () => {
 // Controls rendered while stale (a list redrawn from old data) start disabled too.
 new MutationObserver(() => stale && applyToActions()).observe(document.body, { subtree: true, childList: true });
 if (stale) {
-  setStale(true);
-  say("You are offline. Actions are paused until you reconnect and the page has checked for changes.");
+  wentOffline();
 }

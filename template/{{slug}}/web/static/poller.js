@@ -16,7 +16,6 @@ export class Poller {
     this.status = statusElement;
     this.timer = null;
     this.running = null;
-    this.paused = false;
   }
 
   // Load now; resolves true when the view is fresh.
@@ -27,7 +26,6 @@ export class Poller {
     clearTimeout(this.timer);
     this.running = this.load()
       .then((goOn) => {
-        this.paused = false;
         this.status.replaceChildren();
         if (goOn) {
           this.timer = setTimeout(() => this.tick(), this.everyMs);
@@ -51,7 +49,6 @@ export class Poller {
   }
 
   pause(error) {
-    this.paused = true;
     this.status.replaceChildren(`Updates are paused: ${errorWords(error)} `, tryAgainButton(() => this.now()));
   }
 }
