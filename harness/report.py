@@ -8,6 +8,7 @@ from pathlib import Path
 
 import msgspec
 
+from .books import SiteBooks
 from .render import Provenance
 from .stand import RunInfo, SiteTimings
 
@@ -42,6 +43,8 @@ class SiteReport(msgspec.Struct):
     answers: dict
     timings: SiteTimings
     tests: SiteTests = msgspec.field(default_factory=SiteTests)
+    # after the scenarios: everything restarted, every ready file read back, the site's audit
+    books: SiteBooks | None = None
 
 
 class Report(msgspec.Struct):
@@ -126,10 +129,11 @@ def per_site(tests: TestResults, slug: str) -> SiteTests:
 
 
 def build(*, ok: bool, started_at: str, provenance: Provenance, services_mode: str, info: RunInfo | None,
-          tests: TestResults, teardown: list[str], failure: str | None) -> Report:
+          tests: TestResults, teardown: list[str], failure: str | None,
+          books: dict[str, SiteBooks] | None = None) -> Report:
     sites = [
         SiteReport(slug=slug, answers=answers, timings=info.timings.get(slug, SiteTimings()),
-                   tests=per_site(tests, slug))
+                   tests=per_site(tests, slug), books=(books or {}).get(slug))
         for slug, answers in (info.answers.items() if info else [])
     ]
     return Report(
@@ -169,10 +173,30 @@ def summary(report: Report) -> str:
     for case in tests.cases:
         if case.outcome in ("failed", "error"):
             lines.append(f"    {case.outcome.upper()} {case.name}: {case.message or ''}"[:300])
+    lines.append("")
+    for site in report.sites:
+        lines += books_lines(site)
     if report.failure:
         lines.append(f"  failure: {report.failure}")
     lines.append("  teardown: " + ("clean" if not report.teardown else "; ".join(report.teardown)))
     return "\n".join(lines) + "\n"
+
+
+def books_lines(site: SiteReport) -> list[str]:
+    """After a restart of everything: the site's files read back, and its audit."""
+    books = site.books
+    if books is None:
+        return [f"  {site.slug:<9} restart and audit: not reached"]
+    read_back = (f"{books.files_checked} files byte-exact after a restart" if not books.byte_problems
+                 else f"{len(books.byte_problems)} of {books.files_checked} files damaged after a restart")
+    if books.audit_error:
+        audit = f"audit failed to run: {books.audit_error}"
+    else:
+        audit = "audit: clean" if books.audit_clean else f"audit: {len(books.findings)} finding(s)"
+    lines = [f"  {site.slug:<9} {read_back}; {audit}"]
+    lines += [f"    {problem}"[:300] for problem in books.byte_problems[:20]]
+    lines += [f"    {finding}"[:300] for finding in books.findings[:50]]
+    return lines
 
 
 def write(state_dir: Path, report: Report) -> str:

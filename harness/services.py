@@ -72,15 +72,15 @@ def provision(state_dir: Path, environ: Mapping[str, str] | None = None) -> Serv
                 region=environ.get("HARNESS_S3_REGION", "us-east-1"),
             )
         else:
-            server = emb.start_s3(folder / "s3", python=sys.executable)
+            server = emb.start_s3(folder / "s3")
             s3 = S3Record(
                 kind="s3",
                 url=server.url,
                 pid=server.pid,
                 log=server.log,
                 data_dir=server.data_dir,
-                access_key_id=emb.S3_ACCESS_KEY_ID,
-                secret_access_key=emb.S3_SECRET_ACCESS_KEY,
+                access_key_id=server.access_key_id,
+                secret_access_key=server.secret_access_key,
             )
             started.append(s3)
     except Exception:
@@ -107,6 +107,8 @@ def stop_services_started(records: list[ServiceRecord]) -> None:
             continue
         if record.kind == "postgres":
             emb.stop_postgres(record.pid)
+        elif record.kind == "s3":
+            emb.stop_s3(record.pid)
         else:
             emb.stop_process(record.pid)
 

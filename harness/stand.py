@@ -190,7 +190,7 @@ def down(state_dir: Path) -> list[str]:
         problems += [f"{record.slug}: {p}" for p in services.drop_site_resources(sites.services, record)]
     services.stop_services(sites.services)
     for record in (sites.services.postgres, sites.services.broker, sites.services.s3):
-        if record.pid is not None and record.data_dir and record.kind != "s3":
+        if record.pid is not None and record.data_dir:
             shutil.rmtree(record.data_dir, ignore_errors=True)
     for record in sites.sites:
         shutil.rmtree(Path(record.venv_python).parent.parent, ignore_errors=True)

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from . import KIT_ROOT, report, stand, state
+from . import KIT_ROOT, books, report, stand, state
 from .render import provenance
 
 log = logging.getLogger(__name__)
@@ -50,10 +50,12 @@ def verify(state_dir: Path, count: int, *, keep: bool, workers: int | str, pytes
     teardown: list[str] = []
     tests_rc = 1
     services_mode = "?"
+    site_books: dict[str, books.SiteBooks] = {}
     try:
         sites = stand.up(state_dir, count, overrides, counts)
         services_mode = sites.services.mode
         tests_rc = run_site_tests(state_dir, workers, len(sites.sites), pytest_args)
+        site_books = books.check_books(state_dir)
     except Exception as error:
         failure = f"{type(error).__name__}: {error}"
         log.error("run failed: %s", failure)
@@ -64,6 +66,8 @@ def verify(state_dir: Path, count: int, *, keep: bool, workers: int | str, pytes
     ok = failure is None and tests_rc == 0 and results.failed == 0 and results.errors == 0 and not teardown
     if ok and results.passed == 0:
         ok, failure = False, "no site test ran"
+    ok = ok and bool(site_books) and all(b.ok for b in site_books.values())
     built = report.build(ok=ok, started_at=started_at, provenance=origin, services_mode=services_mode,
-                         info=stand.load_run_info(state_dir), tests=results, teardown=teardown, failure=failure)
+                         info=stand.load_run_info(state_dir), tests=results, teardown=teardown, failure=failure,
+                         books=site_books)
     return ok, report.write(state_dir, built)

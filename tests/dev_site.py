@@ -39,13 +39,17 @@ def descendants(pid: int) -> set[int]:
 
 
 @contextmanager
-def dev_site(site_dir: Path, python: str, slug: str, state: Path, env: dict[str, str] | None = None
-             ) -> Iterator[DevSite]:
-    """The site with embedded services on a free port; on the way out Ctrl-C, and every child is gone."""
+def dev_site(site_dir: Path, python: str, slug: str, state: Path, env: dict[str, str] | None = None,
+             keep_state: bool = False) -> Iterator[DevSite]:
+    """The site with embedded services on a free port; on the way out Ctrl-C, and every child is gone.
+
+    The state folder (and root's PostgreSQL data kept outside it) is removed afterwards unless
+    ``keep_state``: then the next ``dev_site`` on the same folder starts on the same data."""
     port = free_port()
     environment = {k: v for k, v in os.environ.items() if k not in SERVICE_URLS} | (env or {})
     log_path = state.parent / f"{state.name}-dev.log"
-    log = log_path.open("w+")
+    log = log_path.open("a+")
+    start = log.tell()
     dev = subprocess.Popen(
         [python, "-m", slug, "dev", "--port", str(port), "--state", str(state)],
         cwd=site_dir, env=environment, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
@@ -53,7 +57,7 @@ def dev_site(site_dir: Path, python: str, slug: str, state: Path, env: dict[str,
     children: set[int] = set()
     try:
         def announced() -> bool:
-            log.seek(0)
+            log.seek(start)
             return "is running at" in log.read()
 
         embedded().wait_until(announced, 120, "dev announcing its URL", dev)
@@ -67,4 +71,10 @@ def dev_site(site_dir: Path, python: str, slug: str, state: Path, env: dict[str,
     while time.monotonic() < deadline and any(embedded().pid_alive(p) for p in children):
         time.sleep(0.1)
     assert not [p for p in children if embedded().pid_alive(p)], "dev left processes running"
+    if not keep_state:
+        remove_dev_state(state)
+
+
+def remove_dev_state(state: Path) -> None:
     embedded().remove_state(embedded().postgres_data_dir(state.resolve()))
+    embedded().remove_state(state)

@@ -1,14 +1,21 @@
-"""``python -m <site> dev`` on a freshly rendered site: embedded services, a login page, a clean stop."""
+"""``python -m <site> dev`` on a freshly rendered site: embedded services, a login page, a clean stop,
+and a restart on the same folder that finds every row and every byte again."""
 
 from __future__ import annotations
 
+import hashlib
 import re
+import time
 import urllib.request
+import uuid
 from pathlib import Path
 
+import httpx
 import pytest
 
-from .dev_site import dev_site
+from .dev_site import dev_site, remove_dev_state
+
+PASSWORD = "correct horse battery"
 
 
 def _get(url: str) -> tuple[int, str]:
@@ -26,3 +33,48 @@ def test_dev_serves_login_and_ready_then_stops_everything(installed_site: tuple[
         status, body = _get(f"{dev.url}/readyz")
         assert status == 200 and '"status":"ready"' in body
         assert re.search(rf"running at http://127\.0\.0\.1:{dev.port}", dev.log.read_text())
+
+
+def _client(url: str) -> httpx.Client:
+    return httpx.Client(base_url=url, headers={"Origin": url}, timeout=30)
+
+
+def _wait_finished(client: httpx.Client, task_id: str, timeout: float = 60) -> dict:
+    deadline = time.monotonic() + timeout
+    while (task := client.get(f"/api/tasks/{task_id}").json())["status"] not in ("succeeded", "failed", "canceled"):
+        assert time.monotonic() < deadline, f"task still {task['status']}"
+        time.sleep(0.1)
+    return task
+
+
+@pytest.mark.slow
+def test_a_restart_keeps_every_byte(installed_site: tuple[Path, str], tmp_path: Path) -> None:
+    site_dir, python = installed_site
+    state = tmp_path / "state"
+    source = b"kept  \r\nacross a restart\t\r\n"
+    try:
+        with dev_site(site_dir, python, "zeta9", state, keep_state=True) as dev, _client(dev.url) as client:
+            account = client.post("/api/auth/register", json={"email": "keeper@example.com", "password": PASSWORD})
+            assert account.status_code == 201, account.text
+            file = client.post("/api/files", params={"name": "in.txt"}, content=source,
+                               headers={"Content-Type": "text/plain"}).json()
+            task = client.post("/api/tasks", json={"requestKey": str(uuid.uuid4()), "processor": "text-normalize",
+                                                   "fileId": file["id"], "params": {"trimTrailingWhitespace": True}})
+            assert task.status_code == 201, task.text
+            done = _wait_finished(client, task.json()["id"])
+            assert done["status"] == "succeeded", done
+        # dev stopped the way Ctrl-C stops it; the same folder again:
+        with dev_site(site_dir, python, "zeta9", state, keep_state=True) as dev, _client(dev.url) as client:
+            login = client.post("/api/auth/login", json={"email": "keeper@example.com", "password": PASSWORD})
+            assert login.status_code == 200 and login.json()["id"] == account.json()["id"]
+            listed = {item["id"] for item in client.get("/api/files").json()["items"]}
+            assert listed == {file["id"], done["result"]["fileId"]}
+            data = client.get(f"/api/files/{file['id']}/content")
+            assert data.status_code == 200, data.text
+            assert data.content == source
+            result = client.get(f"/api/files/{done['result']['fileId']}/content")
+            assert result.status_code == 200, result.text
+            assert result.content == b"kept\nacross a restart\n"
+            assert hashlib.sha256(result.content).hexdigest() == done["result"]["sha256"]
+    finally:
+        remove_dev_state(state)

@@ -1,5 +1,5 @@
-"""Command line: ``python -m <site> migrate | serve | dev | worker | maintain | tasks inspect | create-user
-| grant-credits``.
+"""Command line: ``python -m <site> migrate | serve | dev | worker | maintain | audit | tasks inspect
+| create-user | grant-credits``.
 
 Every command reads the same settings (site.toml + environment). Expected
 failures (bad settings, a refused migration, a bad argument) print one line
@@ -139,6 +139,22 @@ def cmd_maintain(settings: Settings, args: argparse.Namespace) -> int:
     return asyncio.run(run())
 
 
+def cmd_audit(settings: Settings, args: argparse.Namespace) -> int:
+    import msgspec
+
+    from .audit import run_audit
+
+    report = asyncio.run(run_audit(settings))
+    if args.json:
+        print(msgspec.json.encode(report).decode())
+    else:
+        for finding in report.findings:
+            print(finding.line())
+        storage = "" if report.storage_checked else " (storage not configured: objects not checked)"
+        print(f"audit: clean{storage}" if report.clean else f"audit: {len(report.findings)} finding(s){storage}")
+    return 0 if report.clean else 1
+
+
 def cmd_tasks_inspect(settings: Settings, args: argparse.Namespace) -> int:
     from uuid import UUID
 
@@ -237,6 +253,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     maintain = add("maintain", cmd_maintain, "run the maintenance sweeps once, or every N seconds with --loop")
     maintain.add_argument("--loop", type=float, default=None, metavar="SECONDS")
+
+    audit = add("audit", cmd_audit, "check the books: every broken invariant, one line each (read-only; exit 1 if any)")
+    audit.add_argument("--json", action="store_true", help="one JSON document: clean, started_at, findings")
 
     tasks = commands.add_parser("tasks", help="operator commands for tasks")
     task_commands = tasks.add_subparsers(dest="tasks_command", required=True, metavar="TASKS_COMMAND")

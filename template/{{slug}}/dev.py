@@ -1,9 +1,11 @@
 """``dev``: the whole site on one machine with embedded services, until Ctrl-C.
 
 Each service without a URL in the environment is started embedded under the
-state folder (PostgreSQL data survives restarts; the moto S3 server keeps
-objects in memory only). Then migrations run and the site's processes start
-as children. Ctrl-C stops exactly what this command started, by pid.
+state folder, where its data survives restarts: PostgreSQL's data directory,
+Valkey's append-only file, and SeaweedFS's volumes and file index (with the
+S3 keys made for it on first use). Then migrations run and the site's
+processes start as children. Ctrl-C stops exactly what this command started,
+by pid.
 """
 
 from __future__ import annotations
@@ -92,8 +94,8 @@ def run_dev(settings: Settings, args: argparse.Namespace) -> int:
             started.append(("s3", s3.pid))
             env.update(
                 S3_ENDPOINT_URL=s3.url,
-                S3_ACCESS_KEY_ID=embedded.S3_ACCESS_KEY_ID,
-                S3_SECRET_ACCESS_KEY=embedded.S3_SECRET_ACCESS_KEY,
+                S3_ACCESS_KEY_ID=s3.access_key_id,
+                S3_SECRET_ACCESS_KEY=s3.secret_access_key,
             )
             asyncio.run(ensure_bucket(env, settings.site.bucket))
         env.setdefault("SECRET_KEY", _secret_key(state))
@@ -128,6 +130,8 @@ def run_dev(settings: Settings, args: argparse.Namespace) -> int:
         for kind, pid in reversed(started):
             if kind == "postgres":
                 embedded.stop_postgres(pid)
+            elif kind == "s3":
+                embedded.stop_s3(pid)
             else:
                 embedded.stop_process(pid)
 

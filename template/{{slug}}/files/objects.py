@@ -99,19 +99,20 @@ class ObjectStore:
             return False
         return True
 
-    async def list_keys(self, start_after: str = "") -> AsyncIterator[tuple[str, datetime]]:
-        """Every key under this site's prefix, in key order, with its last-modified time."""
-        token: str | None = None
+    async def list_pages(self) -> AsyncIterator[list[tuple[str, datetime]]]:
+        """Every key under this site's prefix with its last-modified time, a listing page at a time."""
+        pages = aiter(self.client.get_paginator("list_objects_v2").paginate(
+            Bucket=self.bucket, Prefix=f"{self.prefix}/", PaginationConfig={"PageSize": 1000}
+        ))
         while True:
-            params: dict[str, Any] = {"Bucket": self.bucket, "Prefix": f"{self.prefix}/", "MaxKeys": 1000}
-            if token:
-                params["ContinuationToken"] = token
-            elif start_after:
-                params["StartAfter"] = start_after
             async with _storage_call("list"):
-                page = await self.client.list_objects_v2(**params)
-            for item in page.get("Contents", []):
-                yield item["Key"], item["LastModified"]
-            token = page.get("NextContinuationToken")
-            if not page.get("IsTruncated") or not token:
+                page = await anext(pages, None)
+            if page is None:
                 return
+            yield [(item["Key"], item["LastModified"]) for item in page.get("Contents", [])]
+
+    async def list_keys(self) -> AsyncIterator[tuple[str, datetime]]:
+        """Every key under this site's prefix, in key order, with its last-modified time."""
+        async for page in self.list_pages():
+            for item in page:
+                yield item

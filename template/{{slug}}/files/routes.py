@@ -19,7 +19,7 @@ from ..web.dependencies import CurrentAccount, SiteRuntime
 from ..web.paging import PAGE_SIZE, Cursor, decode_cursor, next_cursor
 from . import store
 from .deletion import delete_file
-from .errors import FileNotFound, FileRejected, FilesDisabled, FilesNotConfigured
+from .errors import FileContentLost, FileRejected, FilesDisabled, FilesNotConfigured
 from .names import clean_content_type, clean_name, content_disposition
 from .objects import ObjectMissing
 from .store import FileOut
@@ -117,7 +117,7 @@ class FilesController(Controller):
         try:
             data = await object_store(runtime).read(stored.object_key, PREVIEW_BYTES)
         except ObjectMissing:
-            raise FileNotFound() from None
+            raise FileContentLost() from None
         truncated = stored.public.size > PREVIEW_BYTES
         try:
             # A multi-byte character cut by the 64 KiB boundary is not an error.
@@ -136,7 +136,7 @@ class FilesController(Controller):
         try:
             chunks = await object_store(runtime).stream(stored.object_key)
         except ObjectMissing:
-            raise FileNotFound() from None
+            raise FileContentLost() from None
         public = stored.public
         digest = base64.b64encode(bytes.fromhex(public.sha256)).decode()
         return Stream(
