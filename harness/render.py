@@ -54,8 +54,9 @@ def site_answers(index: int, run_id: str, port: int, overrides: dict | None = No
         # the rate-limit scenario reaches the limit by advancing the counter itself.
         "writes_per_minute": 2000,
         "reads_per_minute": 20000,
-        # every client of a run is 127.0.0.1, and the fuzzer tries logins too
+        # every client of a run is 127.0.0.1, and the fuzzer tries logins (and registrations) too
         "login_attempts_per_address": 10000,
+        "registrations_per_address": 10000,
     }
     answers.update(overrides or {})
     return answers

@@ -72,6 +72,15 @@ def downloaded(page: Page, link: str) -> bytes:
     return open(info.value.path(), "rb").read()
 
 
+def test_sign_in_never_leaves_the_site(tab: SitePage) -> None:
+    """``next=/<TAB>/evil.example``: browsers drop the tab and would go to //evil.example."""
+    page = tab.goto("/login?next=%2F%09%2Fevil.example%2F")
+    page.fill("input[name=email]", f"{tab.site.slug}-{secrets.token_hex(5)}@example.com")
+    page.fill("input[name=password]", PASSWORD)
+    page.get_by_role("button", name="Create account").click()
+    expect(page).to_have_url(tab.url("/files"))
+
+
 def test_sign_in_upload_run_preview_and_download(tab: SitePage) -> None:
     page = tab.page
     email = f"{tab.site.slug}-{secrets.token_hex(5)}@example.com"

@@ -73,7 +73,9 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
         port=port,
         log_config=None,
         access_log=True,
-        proxy_headers=False,
+        # X-Forwarded-For is believed only from the site's own proxies (site.toml [web]).
+        proxy_headers=bool(settings.policy.web.trusted_proxies),
+        forwarded_allow_ips=list(settings.policy.web.trusted_proxies) or None,
         server_header=False,
         timeout_graceful_shutdown=10,
     ))
@@ -82,17 +84,20 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def cmd_create_user(settings: Settings, args: argparse.Namespace) -> int:
-    from .auth.accounts import Credentials, register
+    from .auth.accounts import normalise_email, register
+    from .auth.passwords import hash_password
     from .db.pool import create_pool, transaction
     from .errors import SiteError
 
     password = sys.stdin.readline().rstrip("\n") if args.password_stdin else getpass.getpass("Password: ")
 
     async def run() -> str:
+        email = normalise_email(args.email)
+        password_hash = await hash_password(password)
         pool = await create_pool(settings.require_database_url(), max_size=1)
         try:
             async with transaction(pool) as conn:
-                account = await register(conn, Credentials(email=args.email, password=password))
+                account = await register(conn, email, password_hash)
             return str(account.id)
         finally:
             await pool.close()

@@ -6,6 +6,7 @@ that names the key (``SettingsError``), never a traceback.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import tomllib
 from pathlib import Path
@@ -99,9 +100,31 @@ class CaptchaPolicy(Struct, forbid_unknown_fields=True, frozen=True):
 class AuthPolicy(Struct, forbid_unknown_fields=True, frozen=True):
     session_days: Annotated[int, Meta(ge=1, le=365)] = 30
     idle_hours: Annotated[int, Meta(ge=1, le=8760)] = 72
-    # login attempts (and password checks) per 15 minutes
+    # Login attempts (and password checks) per 15 minutes: for one account from one client
+    # address; for one account from everywhere (far higher, so a stranger's guesses never lock
+    # the owner out of their own address); from one client address, whatever the account.
     login_attempts_per_account: Annotated[int, Meta(ge=1, le=10_000)] = 10
+    login_attempts_per_account_total: Annotated[int, Meta(ge=1, le=100_000)] = 500
     login_attempts_per_address: Annotated[int, Meta(ge=1, le=100_000)] = 50
+    # new accounts per client address per 15 minutes
+    registrations_per_address: Annotated[int, Meta(ge=1, le=100_000)] = 20
+
+    def __post_init__(self) -> None:
+        if self.login_attempts_per_account_total < self.login_attempts_per_account:
+            raise ValueError("login_attempts_per_account_total must be at least login_attempts_per_account")
+
+
+class WebPolicy(Struct, forbid_unknown_fields=True, frozen=True):
+    # Reverse proxies whose X-Forwarded-For names the client (addresses or CIDR networks). The
+    # header of any other peer is ignored: the client is then the peer itself.
+    trusted_proxies: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        for entry in self.trusted_proxies:
+            try:
+                ipaddress.ip_network(entry, strict=False)
+            except ValueError:
+                raise ValueError(f"trusted_proxies: {entry!r} is not an IP address or network") from None
 
 
 class Policy(Struct, forbid_unknown_fields=True, frozen=True):
@@ -113,6 +136,7 @@ class Policy(Struct, forbid_unknown_fields=True, frozen=True):
     tasks: TasksPolicy = TasksPolicy()
     charges: ChargesPolicy = ChargesPolicy()
     captcha: CaptchaPolicy = CaptchaPolicy()
+    web: WebPolicy = WebPolicy()
 
     def __post_init__(self) -> None:
         if self.tasks.enabled and not self.files.enabled:
@@ -168,7 +192,10 @@ class Settings(Struct, frozen=True):
 
     @property
     def session_cookie(self) -> str:
-        return f"{self.policy.site.auth_namespace}_session"
+        # On https the __Host- prefix makes the browser refuse the cookie unless it is Secure,
+        # Path=/ and has no Domain: no other host or port of the domain can plant or widen it.
+        prefix = "__Host-" if self.secure_cookies else ""
+        return f"{prefix}{self.policy.site.auth_namespace}_session"
 
     def require_database_url(self) -> str:
         if not self.env.database_url:

@@ -47,16 +47,16 @@ def login_email(raw: str) -> str:
     return raw.strip().lower()[:254]
 
 
-async def register(conn: asyncpg.Connection, credentials: Credentials) -> Account:
-    email = normalise_email(credentials.email)
-    row = await conn.fetchrow(Q.insert_account, email, await hash_password(credentials.password))
+async def register(conn: asyncpg.Connection, email: str, password_hash: str) -> Account:
+    """A new account for a normalised ``email`` (hash the password first, outside any transaction)."""
+    row = await conn.fetchrow(Q.insert_account, email, password_hash)
     if row is None:
         raise EmailTaken()
     return Account(id=row["id"], email=row["email"])
 
 
-async def authenticate(conn: asyncpg.Connection, credentials: Credentials) -> Account:
-    row = await conn.fetchrow(Q.account_for_login, login_email(credentials.email))
+async def authenticate(pool: asyncpg.Pool, credentials: Credentials) -> Account:
+    row = await pool.fetchrow(Q.account_for_login, login_email(credentials.email))
     # Same work and the same answer whether the email is unknown or the password wrong.
     if not await verify_password(row["password_hash"] if row else None, credentials.password):
         raise Unauthenticated(WRONG_CREDENTIALS)

@@ -14,7 +14,7 @@ from ..db.pool import transaction
 from ..files.errors import StorageUnavailable
 from ..files.uploads import object_store
 from ..settings import Settings
-from ..web.dependencies import CurrentAccount, DbPool, SiteRuntime, SiteSettings
+from ..web.dependencies import CurrentAccount, DbPool, SiteRuntime, SiteSettings, client_address
 from .accounts import (
     AccountDeletion,
     Credentials,
@@ -23,10 +23,12 @@ from .accounts import (
     change_password,
     delete_account,
     login_email,
+    normalise_email,
     register,
 )
+from .passwords import hash_password
 from .sessions import Account, end_session, session_seconds, start_session
-from .throttle import count_attempt
+from .throttle import count_attempt, count_registration
 
 log = logging.getLogger(__name__)
 
@@ -56,20 +58,21 @@ def _signed_out(settings: Settings) -> Response[None]:
     return response
 
 
-def client_address(request: Request) -> str | None:
-    return request.client.host if request.client else None
-
-
 class AuthController(Controller):
     path = "/api/auth"
     tags = ["auth"]
 
     @post("/register", status_code=HTTP_201_CREATED)
-    async def register(self, data: JSONBody[Credentials], pool: DbPool,
+    async def register(self, request: Request, data: JSONBody[Credentials], pool: DbPool,
                        settings: SiteSettings) -> Response[AccountOut]:
-        """Create a personal account and sign it in."""
+        """Create a personal account and sign it in. Throttled per client address."""
+        email = normalise_email(data.email)
+        async with pool.acquire() as conn:
+            await count_registration(conn, settings, client_address(request))
+        # The slow, memory-hungry hash runs while no database connection is held.
+        password_hash = await hash_password(data.password)
         async with transaction(pool) as conn:
-            account = await register(conn, data)
+            account = await register(conn, email, password_hash)
             token = await start_session(conn, settings, account.id)
         return _with_session(settings, account, token, HTTP_201_CREATED)
 
@@ -79,8 +82,8 @@ class AuthController(Controller):
         """Sign in with email and password; a fresh session token every time. Throttled per account and address."""
         async with pool.acquire() as conn:  # counted in its own transaction: a failed login still counts
             await count_attempt(conn, settings, login_email(data.email), client_address(request))
+        account = await authenticate(pool, data)  # the hash is checked with no connection held
         async with transaction(pool) as conn:
-            account = await authenticate(conn, data)
             token = await start_session(conn, settings, account.id)
         return _with_session(settings, account, token, HTTP_200_OK)
 

@@ -10,10 +10,9 @@ from litestar.params import FromPath, JSONBody
 from litestar.status_codes import HTTP_200_OK, HTTP_201_CREATED
 
 from .. import captcha
-from ..auth.routes import client_address
 from ..db.pool import transaction
 from ..runtime import Runtime
-from ..web.dependencies import CurrentAccount, SiteRuntime
+from ..web.dependencies import CurrentAccount, SiteRuntime, client_address
 from ..web.paging import PAGE_SIZE, Cursor, decode_cursor, next_cursor
 from . import delivery, store
 from .errors import TasksDisabled, TasksNotConfigured

@@ -20,6 +20,13 @@ SiteRuntime = NamedDependency[Runtime]
 CurrentAccount = NamedDependency[Account]
 
 
+def client_address(request: Request) -> str | None:
+    """The client's address for throttles, captcha and logs. Behind a proxy listed in
+    ``[web] trusted_proxies`` the web server (uvicorn's proxy headers) has already put the
+    X-Forwarded-For client here; from any other peer it is the peer itself."""
+    return request.client.host if request.client else None
+
+
 def provide_runtime(state: State) -> Runtime:
     return state.runtime
 

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Literal
 
 import msgspec
 from litestar import Response, get
+from litestar.datastructures import State
 from litestar.status_codes import HTTP_200_OK, HTTP_503_SERVICE_UNAVAILABLE
 
 from ..runtime import Runtime
@@ -15,6 +17,10 @@ from ..services.storage import storage_reachable
 from .dependencies import SiteRuntime
 
 Check = Literal["ok", "down", "absent"]
+
+# Probes come every few seconds from every balancer, and anyone may call /readyz: each process
+# answers from its last check for this long instead of asking the database, broker and S3 each time.
+READY_CACHE_SECONDS = 3.0
 
 
 class Health(msgspec.Struct, frozen=True):
@@ -43,9 +49,21 @@ async def _database_ok(runtime: Runtime) -> bool:
 
 
 @get("/readyz", tags=["health"])
-async def readyz(runtime: SiteRuntime) -> Response[Readiness]:
-    """Database, broker and storage reachable. A service the site runs without is "absent"."""
+async def readyz(runtime: SiteRuntime, state: State) -> Response[Readiness]:
+    """Database, broker and storage reachable (checked at most every few seconds per process).
+    A service the site runs without is "absent"."""
+    checked_at, checks = state.get("readiness", (-READY_CACHE_SECONDS, None))
+    if checks is None or time.monotonic() - checked_at >= READY_CACHE_SECONDS:
+        checks = await _check(runtime)
+        state.readiness = (time.monotonic(), checks)
+    return Response(
+        checks,
+        status_code=HTTP_200_OK if checks.status == "ready" else HTTP_503_SERVICE_UNAVAILABLE,
+        headers={"Cache-Control": "no-store"},
+    )
 
+
+async def _check(runtime: Runtime) -> Readiness:
     async def optional(client, probe) -> Check:
         if client is None:
             return "absent"
@@ -56,14 +74,9 @@ async def readyz(runtime: SiteRuntime) -> Response[Readiness]:
         optional(runtime.broker, lambda: broker_reachable(runtime.broker)),
         optional(runtime.storage, lambda: storage_reachable(runtime.storage, runtime.settings.site.bucket)),
     )
-    checks = Readiness(
+    return Readiness(
         status="ready" if database and "down" not in (broker, storage) else "unready",
         database="ok" if database else "down",
         broker=broker,
         storage=storage,
-    )
-    return Response(
-        checks,
-        status_code=HTTP_200_OK if checks.status == "ready" else HTTP_503_SERVICE_UNAVAILABLE,
-        headers={"Cache-Control": "no-store"},
     )

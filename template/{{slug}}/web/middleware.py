@@ -90,6 +90,10 @@ def response_headers(settings: Settings) -> BeforeMessageSendHookHandler:
         headers = list(message.get("headers", []))
         present = {name.lower() for name, _ in headers}
         headers += [(name, value) for name, value in fixed if name not in present]
+        # Answers and pages carry an account's data: no browser or proxy keeps them (errors and
+        # unknown routes included). Only the static scripts and styles may be cached.
+        if b"cache-control" not in present and not scope.get("path", "").startswith("/static/"):
+            headers.append((b"cache-control", b"no-store"))
         if rid := scope.get("state", {}).get("request_id"):
             headers.append((b"x-request-id", rid.encode()))
         message["headers"] = headers

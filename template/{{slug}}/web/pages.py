@@ -42,8 +42,11 @@ class SignInRequired(Exception):
 
 
 def safe_next(path: str | None) -> str:
-    """Only a path on this site: never ``//host`` or ``/\\host``, which browsers treat as another origin."""
-    if path and path.startswith("/") and not path.startswith(("//", "/\\")):
+    """Only a path on this site. Browsers read ``//host`` and ``/\\host`` as another origin, and drop
+    tabs and newlines anywhere in a URL first (``/<TAB>/host`` is ``//host``), so a path with a
+    backslash or any control character is refused too; the login script checks the origin again."""
+    if (path and path.startswith("/") and not path.startswith("//") and "\\" not in path
+            and path.isprintable()):
         return path
     return "/files"
 

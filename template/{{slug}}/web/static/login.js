@@ -4,7 +4,15 @@
 (function () {
   const form = document.getElementById("auth-form");
   const message = document.getElementById("auth-message");
-  const next = document.getElementById("main").dataset.next || "/files";
+  // Only ever this site: the URL the browser would go to must have this page's origin.
+  const next = (() => {
+    try {
+      const target = new URL(document.getElementById("main").dataset.next || "/files", window.location.origin);
+      return target.origin === window.location.origin ? target.href : "/files";
+    } catch (error) {
+      return "/files";
+    }
+  })();
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
     const action = event.submitter && event.submitter.value === "register" ? "register" : "login";
