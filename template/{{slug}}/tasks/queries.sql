@@ -103,13 +103,16 @@ RETURNING id;
 -- name: lease_due_deliveries
 -- Maintenance: pending tasks nobody is sending (after a grace for the submit's own
 -- send), queued tasks unclaimed for $3 seconds, and due retry_wait tasks — each
--- gets a delivery lease and a new dispatch version in this one statement.
+-- gets a delivery lease in this one statement. A re-send of pending or queued is
+-- the same round and keeps its dispatch version: a message of that round still
+-- waiting in a long queue must stay able to claim (else a backlog longer than $3
+-- never drains). Leaving retry_wait starts a new round: a new version.
 UPDATE task
 SET status = CASE WHEN status = 'retry_wait' THEN 'pending' ELSE status END,
+    dispatch_version = dispatch_version + CASE WHEN status = 'retry_wait' THEN 1 ELSE 0 END,
     next_attempt_at = NULL,
     delivery_token = gen_random_uuid(),
     delivery_lease_expires_at = now() + make_interval(secs => $2),
-    dispatch_version = dispatch_version + 1,
     updated_at = now()
 WHERE id IN (
     SELECT id FROM task

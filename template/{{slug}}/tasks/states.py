@@ -7,7 +7,7 @@ Who moves a task in and out of each state:
                  ``{taskId, dispatchVersion}`` and marks it ``queued``; a failed send
                  leaves it here and maintenance re-sends once the lease is over.
 ``queued``       sent. A claim moves it to ``running``; unclaimed for 2 minutes,
-                 maintenance re-sends it under a new dispatch version.
+                 maintenance re-sends it under the same dispatch version (same round).
 ``running``      claimed under a 2-minute execution lease (``lease_version``).
                  The executor publishes (``succeeded``), fails (``failed`` /
                  ``retry_wait``), or settles a requested cancel (``canceled``). An
