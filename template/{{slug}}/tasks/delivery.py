@@ -1,8 +1,11 @@
 """Delivery: the outbox between a committed task and the broker.
 
-A sender takes a 30 s delivery lease (a fresh token, a new dispatch version),
-sends ``{taskId, dispatchVersion}``, then marks the task ``queued`` — only if
-it still holds its token. Claim and cancel clear the token, so a sender that
+A sender takes a 30 s delivery lease (a fresh token), sends ``{taskId,
+dispatchVersion}`` with the round's version, then marks the task ``queued`` —
+only if it still holds its token. The version names the round, not the
+message: whatever starts a round (submit, manual retry, lease recovery,
+leaving ``retry_wait``) bumps it in its own statement, and a re-send of the
+same round keeps it, so duplicates of one round race to one claim. Claim and cancel clear the token, so a sender that
 is late (its send took long, its process stalled) can never turn a running or
 finished task back into ``queued``. A failed send leaves the task ``pending``;
 maintenance re-sends once the lease is over. Sends never spend attempts.

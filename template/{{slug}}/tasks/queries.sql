@@ -3,6 +3,10 @@
 -- Lock order, everywhere: the account row, then the task row, then file rows.
 -- Every write-back of an executor carries its lease_version in the WHERE, so a
 -- stale executor's statement matches nothing.
+--
+-- dispatch_version names a delivery round (SPEC 6.2). Exactly the statements that
+-- start a round bump it: insert_task, retry_failed, settle_pending and
+-- lease_due_deliveries leaving retry_wait. Sends and re-sends never do.
 
 -- ---------------------------------------------------------------- submit (store.py)
 
@@ -20,11 +24,12 @@ WHERE id = $1 AND owner_id = $2
 FOR UPDATE;
 
 -- name: insert_task
+-- The first delivery round: dispatch version 1.
 INSERT INTO task (id, owner_id, request_key, request_fingerprint, processor, processor_version,
                   input_file_id, input_name, input_size, input_sha256, params, max_attempts,
-                  price, charge_status, charge_round)
+                  price, charge_status, charge_round, dispatch_version)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13,
-        CASE WHEN $13 > 0 THEN 'held' ELSE 'free' END, CASE WHEN $13 > 0 THEN 1 ELSE 0 END);
+        CASE WHEN $13 > 0 THEN 'held' ELSE 'free' END, CASE WHEN $13 > 0 THEN 1 ELSE 0 END, 1);
 
 -- name: insert_pin
 INSERT INTO task_input_pin (task_id, file_id) VALUES ($1, $2);
@@ -77,17 +82,20 @@ UPDATE task SET cancel_requested_at = coalesce(cancel_requested_at, now()), upda
 WHERE id = $1 AND status IN ('running', 'reconciling');
 
 -- name: retry_failed
+-- A new round: a new dispatch version in the same statement, so a dead letter or a late
+-- message of the failed round can neither fail nor claim it, even before anything is sent.
 UPDATE task
-SET status = 'pending', error_code = NULL, finished_at = NULL, cancel_requested_at = NULL, updated_at = now()
+SET status = 'pending', dispatch_version = dispatch_version + 1, error_code = NULL, finished_at = NULL,
+    cancel_requested_at = NULL, updated_at = now()
 WHERE id = $1 AND status = 'failed' AND attempt_count < max_attempts;
 
 -- ---------------------------------------------------------------- delivery (delivery.py)
 
 -- name: take_delivery_lease
--- A fresh token and dispatch version; only while no other sender holds a live lease.
+-- A fresh token, only while no other sender holds a live lease. The dispatch version is
+-- the round's: the statement that started the round set it, and a send never changes it.
 UPDATE task
-SET delivery_token = $2, delivery_lease_expires_at = now() + make_interval(secs => $3),
-    dispatch_version = dispatch_version + 1, updated_at = now()
+SET delivery_token = $2, delivery_lease_expires_at = now() + make_interval(secs => $3), updated_at = now()
 WHERE id = $1 AND status IN ('pending', 'queued')
   AND (delivery_token IS NULL OR delivery_lease_expires_at <= now())
 RETURNING dispatch_version;
@@ -181,8 +189,10 @@ SET status = 'succeeded', result_file_id = $3, finished_at = now(), lease_expire
 WHERE id = $1 AND status = 'running' AND lease_version = $2;
 
 -- name: settle_pending
--- Lease recovery with budget left: back to pending, to be redelivered under a new version.
-UPDATE task SET status = 'pending', lease_expires_at = NULL, updated_at = now()
+-- Lease recovery with budget left: back to pending in a new round (a new dispatch version
+-- in this statement), so the lost round's messages and dead letters match nothing.
+UPDATE task SET status = 'pending', dispatch_version = dispatch_version + 1, lease_expires_at = NULL,
+    updated_at = now()
 WHERE id = $1 AND status = 'running' AND lease_version = $2;
 
 -- name: settle_reconciling
