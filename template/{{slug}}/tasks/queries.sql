@@ -254,7 +254,7 @@ FOR UPDATE OF f SKIP LOCKED;
 SELECT owner_id FROM task WHERE id = $1;
 
 -- name: lock_task
-SELECT id, status, dispatch_version FROM task WHERE id = $1 FOR UPDATE;
+SELECT id, status, dispatch_version, attempt_count, max_attempts FROM task WHERE id = $1 FOR UPDATE;
 
 -- name: insert_dead_letter
 -- One receipt per message: a redelivered dead letter finds its receipt and changes nothing.
