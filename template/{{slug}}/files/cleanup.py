@@ -26,9 +26,16 @@ ORPHAN_GRACE = timedelta(hours=1)
 
 
 async def expire_files(runtime: Runtime, batch: int) -> int:
-    """Ready files past their expiry become ``deleting`` (then go with the next step)."""
+    """Ready files past their expiry, not pinned, become ``deleting`` (then go with the next step).
+
+    Lock first, then decide in a second statement: the pin check must see pins committed
+    by submits that held the row just before us (one statement's snapshot can predate them).
+    """
     async with transaction(runtime.pool) as conn:
-        return len(await conn.fetch(store.Q.claim_expired, batch))
+        locked = [row["id"] for row in await conn.fetch(store.Q.lock_expired, batch)]
+        if not locked:
+            return 0
+        return len(await conn.fetch(store.Q.claim_expired, locked))
 
 
 async def purge_locked(runtime: Runtime, statement: str, settle: int, batch: int, finish) -> int:

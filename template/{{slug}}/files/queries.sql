@@ -67,18 +67,25 @@ SET status = 'deleted', deleted_at = now(), updated_at = now()
 WHERE id = $1 AND status = 'deleting'
 RETURNING owner_id, size;
 
+-- name: lock_expired
+-- Expired ready files, locked (SKIP LOCKED: concurrent maintainers take different rows).
+-- The pin test here reads this statement's snapshot, which can predate a pin a submit
+-- commits before this lock is taken: it only filters; claim_expired decides.
+SELECT id FROM file
+WHERE status = 'ready' AND expires_at <= now()
+  AND NOT EXISTS (SELECT 1 FROM task_input_pin p WHERE p.file_id = file.id)
+ORDER BY expires_at
+LIMIT $1
+FOR UPDATE SKIP LOCKED;
+
 -- name: claim_expired
--- Expired ready files become deleting (SKIP LOCKED: concurrent maintainers take different rows).
+-- Locked expired ready files become deleting, unless pinned. A statement of its own, after
+-- lock_expired, so its snapshot is taken under the row lock: a submit pins a file only
+-- while holding that lock, so every pin that could exist has committed and is seen here.
 UPDATE file SET status = 'deleting', updated_at = now()
-WHERE id IN (
-    SELECT id FROM file
-    WHERE status = 'ready' AND expires_at <= now()
-      -- an active task still needs it; it expires for the owner all the same
-      AND NOT EXISTS (SELECT 1 FROM task_input_pin p WHERE p.file_id = file.id)
-    ORDER BY expires_at
-    LIMIT $1
-    FOR UPDATE SKIP LOCKED
-)
+WHERE id = ANY($1::uuid[]) AND status = 'ready' AND expires_at <= now()
+  -- an active task still needs it; it expires for the owner all the same
+  AND NOT EXISTS (SELECT 1 FROM task_input_pin p WHERE p.file_id = file.id)
 RETURNING id;
 
 -- name: lock_deleting
