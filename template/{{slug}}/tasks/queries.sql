@@ -43,6 +43,9 @@ DELETE FROM task_input_pin WHERE task_id = $1;
 SELECT t.id, t.status, t.processor, t.processor_version, t.params, t.input_file_id, t.input_name,
        t.input_size, t.attempt_count, t.max_attempts, t.error_code, t.cancel_requested_at,
        t.result_file_id, r.name AS result_name, r.size AS result_size, r.sha256 AS result_sha256,
+       -- the owner can no longer get it (deleted, being deleted, expired): never advertise it
+       (t.result_file_id IS NOT NULL AND (r.id IS NULL OR r.status <> 'ready' OR r.expires_at <= now()))
+           AS result_gone,
        t.dead_lettered_at, t.price, t.charge_status, t.created_at, t.updated_at, t.finished_at
 FROM task t
 LEFT JOIN file r ON r.id = t.result_file_id
@@ -52,6 +55,9 @@ WHERE t.id = $1 AND t.owner_id = $2;
 SELECT t.id, t.status, t.processor, t.processor_version, t.params, t.input_file_id, t.input_name,
        t.input_size, t.attempt_count, t.max_attempts, t.error_code, t.cancel_requested_at,
        t.result_file_id, r.name AS result_name, r.size AS result_size, r.sha256 AS result_sha256,
+       -- the owner can no longer get it (deleted, being deleted, expired): never advertise it
+       (t.result_file_id IS NOT NULL AND (r.id IS NULL OR r.status <> 'ready' OR r.expires_at <= now()))
+           AS result_gone,
        t.dead_lettered_at, t.price, t.charge_status, t.created_at, t.updated_at, t.finished_at
 FROM task t
 LEFT JOIN file r ON r.id = t.result_file_id
