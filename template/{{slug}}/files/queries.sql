@@ -88,24 +88,34 @@ WHERE id = ANY($1::uuid[]) AND status = 'ready' AND expires_at <= now()
   AND NOT EXISTS (SELECT 1 FROM task_input_pin p WHERE p.file_id = file.id)
 RETURNING id;
 
--- name: lock_deleting
--- Rows whose object still has to go; a fresh user delete is left to its own request for a while.
-SELECT id, object_key
-FROM file
-WHERE status = 'deleting' AND updated_at <= now() - make_interval(secs => $2)
-ORDER BY updated_at
-LIMIT $1
-FOR UPDATE SKIP LOCKED;
+-- name: claim_deleting
+-- Rows whose object still has to go; a fresh user delete is left to its own request for $2
+-- seconds. Claimed, not held: updated_at moves to now(), so other maintainers leave these rows
+-- alone for another $2 seconds, and the statement commits at once — no lock is held while the
+-- objects are deleted (cleanup.purge_claimed). If this maintainer dies, they are due again then.
+UPDATE file SET updated_at = now()
+WHERE id IN (
+    SELECT id FROM file
+    WHERE status = 'deleting' AND updated_at <= now() - make_interval(secs => $2)
+    ORDER BY updated_at
+    LIMIT $1
+    FOR UPDATE SKIP LOCKED
+)
+RETURNING id, owner_id, object_key;
 
--- name: lock_stale_uploading
--- Uploads that never finished (the process died between reserve and ready).
--- Unpublished task results are the tasks module's to clean (they follow their attempt).
-SELECT id, object_key
-FROM file
-WHERE status = 'uploading' AND kind = 'upload' AND updated_at <= now() - make_interval(secs => $2)
-ORDER BY updated_at
-LIMIT $1
-FOR UPDATE SKIP LOCKED;
+-- name: claim_stale_uploading
+-- Uploads that never finished (the process died between reserve and ready), claimed like
+-- claim_deleting. Unpublished task results are the tasks module's to clean (they follow
+-- their attempt).
+UPDATE file SET updated_at = now()
+WHERE id IN (
+    SELECT id FROM file
+    WHERE status = 'uploading' AND kind = 'upload' AND updated_at <= now() - make_interval(secs => $2)
+    ORDER BY updated_at
+    LIMIT $1
+    FOR UPDATE SKIP LOCKED
+)
+RETURNING id, owner_id, object_key;
 
 -- name: known_keys
 SELECT object_key FROM file WHERE object_key = ANY($1::text[]);

@@ -241,18 +241,24 @@ SET status = 'ready', sha256 = $3, ready_at = now(), updated_at = now()
 WHERE id = $1 AND owner_id = $2 AND status = 'uploading' AND kind = 'result'
 RETURNING id;
 
--- name: lock_unpublished_results
--- Results reserved by attempts that are no longer the running one: never published.
-SELECT f.id, f.object_key
-FROM task_attempt a
-JOIN task t ON t.id = a.task_id
-JOIN file f ON f.id = a.result_file_id
-WHERE f.status = 'uploading' AND f.kind = 'result'
-  AND NOT (t.status = 'running' AND t.lease_version = a.lease_version)
-  AND f.updated_at <= now() - make_interval(secs => $2)
-ORDER BY f.updated_at
-LIMIT $1
-FOR UPDATE OF f SKIP LOCKED;
+-- name: claim_unpublished_results
+-- Results reserved by attempts that are no longer the running one: never published. Claimed
+-- like files' claim_deleting (updated_at moves to now(); committed at once), so no row lock is
+-- held while their objects are deleted.
+UPDATE file SET updated_at = now()
+WHERE id IN (
+    SELECT f.id
+    FROM task_attempt a
+    JOIN task t ON t.id = a.task_id
+    JOIN file f ON f.id = a.result_file_id
+    WHERE f.status = 'uploading' AND f.kind = 'result'
+      AND NOT (t.status = 'running' AND t.lease_version = a.lease_version)
+      AND f.updated_at <= now() - make_interval(secs => $2)
+    ORDER BY f.updated_at
+    LIMIT $1
+    FOR UPDATE OF f SKIP LOCKED
+)
+RETURNING id, owner_id, object_key;
 
 -- ---------------------------------------------------------------- dead letters (dead_letters.py)
 
