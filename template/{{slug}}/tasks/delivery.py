@@ -5,10 +5,11 @@ dispatchVersion}`` with the round's version, then marks the task ``queued`` —
 only if it still holds its token. The version names the round, not the
 message: whatever starts a round (submit, manual retry, lease recovery,
 leaving ``retry_wait``) bumps it in its own statement, and a re-send of the
-same round keeps it, so duplicates of one round race to one claim. Claim and cancel clear the token, so a sender that
-is late (its send took long, its process stalled) can never turn a running or
-finished task back into ``queued``. A failed send leaves the task ``pending``;
-maintenance re-sends once the lease is over. Sends never spend attempts.
+same round keeps it, so duplicates of one round race to one claim. Claim and
+cancel clear the token, so a sender that is late (its send took long, its
+process stalled) can never turn a running or finished task back into
+``queued``. A failed send leaves the task ``pending``; maintenance re-sends
+once the lease is over. Sends never spend attempts.
 
 A send follows a commit (submit, retry, lease recovery): database trouble while
 taking the lease or marking the send is logged and left to maintenance like a
