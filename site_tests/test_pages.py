@@ -173,6 +173,27 @@ def test_cancel_a_waiting_task_and_file_in_use_in_words(signed_in: SitePage) -> 
     assert db.fetchval(site, "SELECT status FROM task WHERE id = $1", task_id) == "canceled"
 
 
+def test_a_deleted_result_is_shown_as_gone(signed_in: SitePage) -> None:
+    """The result file deleted after success: the detail page says so and offers no preview or
+    download; the list says so too."""
+    page = signed_in.page
+    signed_in.upload(b"short-lived\r\n", "brief.txt")
+    start_task(signed_in, "brief.txt")
+    task_id = task_id_of(page)
+    expect(page.locator("#status")).to_have_text("Succeeded")
+    expect(page.locator("#result")).to_be_visible()
+    expect(page.locator("#result-gone")).to_be_hidden()
+    result = signed_in.api("GET", f"/api/tasks/{task_id}").json()["result"]
+    assert signed_in.api("DELETE", f"/api/files/{result['fileId']}").status == 204
+    page.reload()
+    expect(page.locator("#result-gone")).to_be_visible()
+    expect(page.locator("#result")).to_be_hidden()
+    expect(page.locator("#result-download")).to_be_hidden()
+    signed_in.goto("/tasks")
+    expect(page.locator(f"#task-list li[data-task-id='{task_id}'] .meta")).to_contain_text(
+        "result deleted or expired")
+
+
 def test_running_task_shows_cancel_requested_until_it_settles(signed_in: SitePage) -> None:
     page, site = signed_in.page, signed_in.site
     signed_in.upload(b"stuck at publish", "stuck.txt")

@@ -1,8 +1,11 @@
 """Fault injection from outside the site: a TCP proxy in front of a real service.
 
 The site is pointed at the proxy instead of the service. ``break_()`` refuses
-new connections and cuts the open ones (as an outage would); ``heal()`` lets
-traffic through again. Nothing in the site knows it is being tested.
+new connections and cuts the open ones (as an outage would); ``slow(seconds)``
+holds every chunk the client sends for that long (a service that answers
+late); ``heal()`` lets traffic through again at once. ``requests`` counts the
+plain-HTTP requests that reached the proxy (a test can wait for "the second
+call is in flight"). Nothing in the site knows it is being tested.
 
 Run standalone (the sitekit harness does, one per site, in front of S3):
 
@@ -17,10 +20,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import re
 import signal
 import socket
 import threading
 from pathlib import Path
+
+_REQUEST_LINE = re.compile(rb"^[A-Z]+ \S+ HTTP/1\.[01]\r\n")
 
 
 class FaultProxy:
@@ -30,6 +36,10 @@ class FaultProxy:
         self.port = self._listener.getsockname()[1]
         self.url = f"http://{host}:{self.port}"
         self.broken = threading.Event()
+        self.requests = 0
+        self._delay = 0.0
+        self._fast = threading.Event()
+        self._fast.set()
         self._stopped = threading.Event()
         self._open: set[socket.socket] = set()
         self._lock = threading.Lock()
@@ -47,8 +57,15 @@ class FaultProxy:
         for sock in sockets:
             _close(sock)
 
+    def slow(self, seconds: float) -> None:
+        """Hold each chunk the client sends for ``seconds`` (until ``heal()``) before passing it on."""
+        self._delay = seconds
+        self._fast.clear()
+
     def heal(self) -> None:
         self.broken.clear()
+        self._delay = 0.0
+        self._fast.set()  # chunks held by slow() go on now
 
     def stop(self) -> None:
         self._stopped.set()
@@ -80,12 +97,18 @@ class FaultProxy:
             server.settimeout(None)
             with self._lock:
                 self._open.update((client, server))
-            for source, sink in ((client, server), (server, client)):
-                threading.Thread(target=self._pump, args=(source, sink), daemon=True).start()
+            for source, sink, upstream in ((client, server, True), (server, client, False)):
+                threading.Thread(target=self._pump, args=(source, sink, upstream), daemon=True).start()
 
-    def _pump(self, source: socket.socket, sink: socket.socket) -> None:
+    def _pump(self, source: socket.socket, sink: socket.socket, upstream: bool) -> None:
         try:
             while chunk := source.recv(65536):
+                if upstream:
+                    if _REQUEST_LINE.match(chunk):
+                        with self._lock:
+                            self.requests += 1
+                    if not self._fast.is_set():
+                        self._fast.wait(self._delay)
                 sink.sendall(chunk)
         except OSError:
             pass

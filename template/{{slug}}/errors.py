@@ -102,11 +102,16 @@ class Internal(RequestError):
 
 
 class Unavailable(RequestError):
-    """A backing service (database, storage) did not answer in time."""
+    """A backing service (database, captcha verifier) did not answer in time, or ended the
+    connection; the same request may simply be sent again (a submit with its same requestKey)."""
 
     code = "UNAVAILABLE"
     status = 503
     default_message = "The service is temporarily unavailable. Please try again later."
+    retry_after_seconds: ClassVar[int] = 5
+
+    def headers(self) -> dict[str, str]:
+        return {"Retry-After": str(self.retry_after_seconds)}
 
 
 # --- auth ------------------------------------------------------------------

@@ -33,8 +33,8 @@ async def _purge_counters(runtime: Runtime, batch: int) -> int:
 
 async def _purge_unpublished_results(runtime: Runtime, batch: int) -> int:
     """Result files reserved by attempts that are no longer running and were never published."""
-    return await cleanup.purge_locked(runtime, lifecycle.Q.lock_unpublished_results, cleanup.SETTLE_SECONDS, batch,
-                                      store.drop_uploading)
+    return await cleanup.purge_claimed(runtime, lifecycle.Q.claim_unpublished_results, cleanup.SETTLE_SECONDS,
+                                       batch, store.drop_uploading)
 
 
 async def _resend_due(runtime: Runtime, batch: int) -> int:

@@ -18,6 +18,23 @@ SERVER_SETTINGS = {
 }
 
 
+# The database is busy, slow or out of reach right now — the request itself is fine and may be
+# sent again as it is: a lock or statement timeout (lock_timeout / statement_timeout above), a
+# connection the server ended or refused, no connection slot, the client side of a lost
+# connection, a socket error or timeout while connecting or acquiring. Requests answer these
+# with 503 UNAVAILABLE (web/errors.py); work that already committed logs them and leaves the
+# rest to maintenance (tasks/delivery.py, files/deletion.py).
+UNAVAILABLE_ERRORS: tuple[type[BaseException], ...] = (
+    asyncpg.exceptions.LockNotAvailableError,
+    asyncpg.exceptions.OperatorInterventionError,  # query canceled, admin/crash shutdown, cannot connect now
+    asyncpg.exceptions.PostgresConnectionError,  # connection does not exist, failed, rejected
+    asyncpg.exceptions.TooManyConnectionsError,
+    asyncpg.exceptions.InterfaceError,
+    OSError,
+    TimeoutError,
+)
+
+
 async def _init_connection(conn: asyncpg.Connection) -> None:
     await conn.set_type_codec("jsonb", encoder=json.dumps, decoder=json.loads, schema="pg_catalog")
 

@@ -1,15 +1,24 @@
 """Maintenance of files: expired files, unfinished deletes and uploads, orphan objects.
 
-Each step handles at most ``batch`` rows per run and locks its rows with
+Each step handles at most ``batch`` rows per run and takes its rows with
 ``FOR UPDATE SKIP LOCKED``, so maintainers running at once never work on the
-same file; the object is removed while its row is locked, and the quota is
-released only by the row's own transition.
+same file. No row lock is ever held while storage is called (an object call
+may take 15 s): rows are claimed in one short statement, their objects deleted
+with no transaction open, then each row is finished in a short transaction of
+its own, in (account, file) order. So two maintainers never deadlock on the
+quota rows of two accounts, and an upload or an executor reserving quota never
+waits behind a slow object delete. The quota is released only by the row's own
+guarded transition, so a row finished twice releases it once.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
+from uuid import UUID
+
+import asyncpg
 
 from ..db.pool import transaction
 from ..runtime import Runtime
@@ -26,35 +35,51 @@ ORPHAN_GRACE = timedelta(hours=1)
 
 
 async def expire_files(runtime: Runtime, batch: int) -> int:
-    """Ready files past their expiry become ``deleting`` (then go with the next step)."""
+    """Ready files past their expiry, not pinned, become ``deleting`` (then go with the next step).
+
+    Lock first, then decide in a second statement: the pin check must see pins committed
+    by submits that held the row just before us (one statement's snapshot can predate them).
+    """
     async with transaction(runtime.pool) as conn:
-        return len(await conn.fetch(store.Q.claim_expired, batch))
+        locked = [row["id"] for row in await conn.fetch(store.Q.lock_expired, batch)]
+        if not locked:
+            return 0
+        return len(await conn.fetch(store.Q.claim_expired, locked))
 
 
-async def purge_locked(runtime: Runtime, statement: str, settle: int, batch: int, finish) -> int:
-    """Rows selected (and locked) by ``statement``: delete each object, then ``finish`` its row."""
+async def purge_claimed(runtime: Runtime, claim: str, settle: int, batch: int,
+                        finish: Callable[[asyncpg.Connection, UUID], Awaitable[bool]]) -> int:
+    """Rows claimed by ``claim``: delete each object, then ``finish`` each row; returns rows finished.
+
+    ``claim`` is one statement (its own short transaction) returning ``id, owner_id, object_key``.
+    """
+    rows = await runtime.pool.fetch(claim, batch, settle)
     objects = object_store(runtime)
+    gone = []
+    for row in rows:
+        try:
+            await objects.delete(row["object_key"])
+        except StorageUnavailable:
+            log.info("file %s: storage unavailable, retried once its claim lapses", row["id"])
+            continue
+        gone.append(row)
     done = 0
-    async with transaction(runtime.pool) as conn:
-        for row in await conn.fetch(statement, batch, settle):
-            try:
-                await objects.delete(row["object_key"])
-            except StorageUnavailable:
-                log.info("file %s: storage unavailable, retried next run", row["id"])
-                continue
-            await finish(conn, row["id"])
-            done += 1
+    # One row per transaction, in one fixed order: a maintainer holds at most one account's
+    # quota row at a time, and only for the length of one statement pair.
+    for row in sorted(gone, key=lambda r: (r["owner_id"], r["id"])):
+        async with transaction(runtime.pool) as conn:
+            done += await finish(conn, row["id"])
     return done
 
 
 async def purge_deleting(runtime: Runtime, batch: int, settle: int = SETTLE_SECONDS) -> int:
     """``deleting`` rows: remove the object, then mark deleted and release the quota."""
-    return await purge_locked(runtime, store.Q.lock_deleting, settle, batch, store.finish_delete)
+    return await purge_claimed(runtime, store.Q.claim_deleting, settle, batch, store.finish_delete)
 
 
 async def purge_stale_uploads(runtime: Runtime, batch: int, settle: int = STALE_UPLOAD_SECONDS) -> int:
     """Uploads stuck in ``uploading``: remove whatever object landed, the row and its quota."""
-    return await purge_locked(runtime, store.Q.lock_stale_uploading, settle, batch, store.drop_uploading)
+    return await purge_claimed(runtime, store.Q.claim_stale_uploading, settle, batch, store.drop_uploading)
 
 
 async def purge_orphans(runtime: Runtime, batch: int, grace: timedelta = ORPHAN_GRACE) -> int:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from uuid import UUID
 
-from ..db.pool import transaction
+from ..db.pool import UNAVAILABLE_ERRORS, transaction
 from ..runtime import Runtime
 from . import store
 from .errors import FileInUse, FileNotFound, StorageUnavailable
@@ -15,10 +15,11 @@ log = logging.getLogger(__name__)
 
 
 async def delete_file(runtime: Runtime, owner_id: UUID, file_id: UUID) -> bool:
-    """True when the object is gone now; False when storage failed and maintenance will finish.
+    """True when the object is gone now; False when storage (or the database, after the row was
+    hidden) failed and maintenance will finish.
 
     Either way the file is no longer the owner's to see, and its quota stays
-    held until the object is really gone.
+    held until maintenance has marked it deleted.
     """
     async with transaction(runtime.pool) as conn:
         row = await conn.fetchrow(store.Q.lock_ready_for_delete, file_id, owner_id)
@@ -32,6 +33,12 @@ async def delete_file(runtime: Runtime, owner_id: UUID, file_id: UUID) -> bool:
     except StorageUnavailable:
         log.info("file %s: object delete deferred to maintenance", file_id)
         return False
-    async with transaction(runtime.pool) as conn:
-        await store.finish_delete(conn, file_id)
+    try:
+        async with transaction(runtime.pool) as conn:
+            await store.finish_delete(conn, file_id)
+    except UNAVAILABLE_ERRORS as error:
+        # The object is gone and the row hidden (deleting): the delete happened; maintenance
+        # marks it deleted and releases the quota, as after a storage failure.
+        log.info("file %s: finishing the delete deferred to maintenance (%s)", file_id, type(error).__name__)
+        return False
     return True

@@ -67,38 +67,55 @@ SET status = 'deleted', deleted_at = now(), updated_at = now()
 WHERE id = $1 AND status = 'deleting'
 RETURNING owner_id, size;
 
+-- name: lock_expired
+-- Expired ready files, locked (SKIP LOCKED: concurrent maintainers take different rows).
+-- The pin test here reads this statement's snapshot, which can predate a pin a submit
+-- commits before this lock is taken: it only filters; claim_expired decides.
+SELECT id FROM file
+WHERE status = 'ready' AND expires_at <= now()
+  AND NOT EXISTS (SELECT 1 FROM task_input_pin p WHERE p.file_id = file.id)
+ORDER BY expires_at
+LIMIT $1
+FOR UPDATE SKIP LOCKED;
+
 -- name: claim_expired
--- Expired ready files become deleting (SKIP LOCKED: concurrent maintainers take different rows).
+-- Locked expired ready files become deleting, unless pinned. A statement of its own, after
+-- lock_expired, so its snapshot is taken under the row lock: a submit pins a file only
+-- while holding that lock, so every pin that could exist has committed and is seen here.
 UPDATE file SET status = 'deleting', updated_at = now()
+WHERE id = ANY($1::uuid[]) AND status = 'ready' AND expires_at <= now()
+  -- an active task still needs it; it expires for the owner all the same
+  AND NOT EXISTS (SELECT 1 FROM task_input_pin p WHERE p.file_id = file.id)
+RETURNING id;
+
+-- name: claim_deleting
+-- Rows whose object still has to go; a fresh user delete is left to its own request for $2
+-- seconds. Claimed, not held: updated_at moves to now(), so other maintainers leave these rows
+-- alone for another $2 seconds, and the statement commits at once — no lock is held while the
+-- objects are deleted (cleanup.purge_claimed). If this maintainer dies, they are due again then.
+UPDATE file SET updated_at = now()
 WHERE id IN (
     SELECT id FROM file
-    WHERE status = 'ready' AND expires_at <= now()
-      -- an active task still needs it; it expires for the owner all the same
-      AND NOT EXISTS (SELECT 1 FROM task_input_pin p WHERE p.file_id = file.id)
-    ORDER BY expires_at
+    WHERE status = 'deleting' AND updated_at <= now() - make_interval(secs => $2)
+    ORDER BY updated_at
     LIMIT $1
     FOR UPDATE SKIP LOCKED
 )
-RETURNING id;
+RETURNING id, owner_id, object_key;
 
--- name: lock_deleting
--- Rows whose object still has to go; a fresh user delete is left to its own request for a while.
-SELECT id, object_key
-FROM file
-WHERE status = 'deleting' AND updated_at <= now() - make_interval(secs => $2)
-ORDER BY updated_at
-LIMIT $1
-FOR UPDATE SKIP LOCKED;
-
--- name: lock_stale_uploading
--- Uploads that never finished (the process died between reserve and ready).
--- Unpublished task results are the tasks module's to clean (they follow their attempt).
-SELECT id, object_key
-FROM file
-WHERE status = 'uploading' AND kind = 'upload' AND updated_at <= now() - make_interval(secs => $2)
-ORDER BY updated_at
-LIMIT $1
-FOR UPDATE SKIP LOCKED;
+-- name: claim_stale_uploading
+-- Uploads that never finished (the process died between reserve and ready), claimed like
+-- claim_deleting. Unpublished task results are the tasks module's to clean (they follow
+-- their attempt).
+UPDATE file SET updated_at = now()
+WHERE id IN (
+    SELECT id FROM file
+    WHERE status = 'uploading' AND kind = 'upload' AND updated_at <= now() - make_interval(secs => $2)
+    ORDER BY updated_at
+    LIMIT $1
+    FOR UPDATE SKIP LOCKED
+)
+RETURNING id, owner_id, object_key;
 
 -- name: known_keys
 SELECT object_key FROM file WHERE object_key = ANY($1::text[]);

@@ -4,8 +4,9 @@ One transaction locks the task, stores one receipt per (queue, message id)
 and applies the transition; the message is acknowledged only after it
 commits. Classes:
 
-``applied``   the task was still waiting for this delivery → failed / DELIVERY_EXHAUSTED, pin released,
-              hold refunded (a retry holds the price again)
+``applied``   the task was still waiting for this delivery → failed / DELIVERY_EXHAUSTED, pin released;
+              a hold stays while the owner may retry (SPEC 7: a retryable failure keeps it,
+              cancel abandons and refunds), else it is refunded
 ``deferred``  the task is running: its lease stands, a real result may still publish
 ``stale``     an older dispatch version, or a task already past waiting
 ``missing``   a well-formed task id with no task (the id is not stored)
@@ -30,7 +31,7 @@ from ..files.store import Q as FILES
 from ..runtime import Runtime
 from .actors import parse_task_message
 from .lifecycle import Q
-from .states import TaskStatus
+from .states import MANUAL_RETRY, ErrorCode, TaskStatus
 
 log = logging.getLogger(__name__)
 
@@ -76,7 +77,9 @@ async def receive(runtime: Runtime, message: dict[str, Any]) -> str:
         if classification == "applied":
             await conn.execute(Q.dead_letter_waiting, task_id, version)
             await conn.execute(Q.release_pin, task_id)
-            await ledger.refund(conn, task_id)
+            # SPEC 7: a failure the owner may retry keeps its hold (cancel abandons it and refunds).
+            if not (ErrorCode.DELIVERY_EXHAUSTED in MANUAL_RETRY and task["attempt_count"] < task["max_attempts"]):
+                await ledger.refund(conn, task_id)
         elif classification == "deferred":
             await conn.execute(Q.mark_dead_lettered, task_id)
     log.warning("dead letter %s/%s: %s", queue, message_id, classification)

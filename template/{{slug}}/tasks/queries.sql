@@ -3,6 +3,10 @@
 -- Lock order, everywhere: the account row, then the task row, then file rows.
 -- Every write-back of an executor carries its lease_version in the WHERE, so a
 -- stale executor's statement matches nothing.
+--
+-- dispatch_version names a delivery round (SPEC 6.2). Exactly the statements that
+-- start a round bump it: insert_task, retry_failed, settle_pending and
+-- lease_due_deliveries leaving retry_wait. Sends and re-sends never do.
 
 -- ---------------------------------------------------------------- submit (store.py)
 
@@ -20,11 +24,12 @@ WHERE id = $1 AND owner_id = $2
 FOR UPDATE;
 
 -- name: insert_task
+-- The first delivery round: dispatch version 1.
 INSERT INTO task (id, owner_id, request_key, request_fingerprint, processor, processor_version,
                   input_file_id, input_name, input_size, input_sha256, params, max_attempts,
-                  price, charge_status, charge_round)
+                  price, charge_status, charge_round, dispatch_version)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13,
-        CASE WHEN $13 > 0 THEN 'held' ELSE 'free' END, CASE WHEN $13 > 0 THEN 1 ELSE 0 END);
+        CASE WHEN $13 > 0 THEN 'held' ELSE 'free' END, CASE WHEN $13 > 0 THEN 1 ELSE 0 END, 1);
 
 -- name: insert_pin
 INSERT INTO task_input_pin (task_id, file_id) VALUES ($1, $2);
@@ -38,6 +43,9 @@ DELETE FROM task_input_pin WHERE task_id = $1;
 SELECT t.id, t.status, t.processor, t.processor_version, t.params, t.input_file_id, t.input_name,
        t.input_size, t.attempt_count, t.max_attempts, t.error_code, t.cancel_requested_at,
        t.result_file_id, r.name AS result_name, r.size AS result_size, r.sha256 AS result_sha256,
+       -- the owner can no longer get it (deleted, being deleted, expired): never advertise it
+       (t.result_file_id IS NOT NULL AND (r.id IS NULL OR r.status <> 'ready' OR r.expires_at <= now()))
+           AS result_gone,
        t.dead_lettered_at, t.price, t.charge_status, t.created_at, t.updated_at, t.finished_at
 FROM task t
 LEFT JOIN file r ON r.id = t.result_file_id
@@ -47,6 +55,9 @@ WHERE t.id = $1 AND t.owner_id = $2;
 SELECT t.id, t.status, t.processor, t.processor_version, t.params, t.input_file_id, t.input_name,
        t.input_size, t.attempt_count, t.max_attempts, t.error_code, t.cancel_requested_at,
        t.result_file_id, r.name AS result_name, r.size AS result_size, r.sha256 AS result_sha256,
+       -- the owner can no longer get it (deleted, being deleted, expired): never advertise it
+       (t.result_file_id IS NOT NULL AND (r.id IS NULL OR r.status <> 'ready' OR r.expires_at <= now()))
+           AS result_gone,
        t.dead_lettered_at, t.price, t.charge_status, t.created_at, t.updated_at, t.finished_at
 FROM task t
 LEFT JOIN file r ON r.id = t.result_file_id
@@ -77,17 +88,20 @@ UPDATE task SET cancel_requested_at = coalesce(cancel_requested_at, now()), upda
 WHERE id = $1 AND status IN ('running', 'reconciling');
 
 -- name: retry_failed
+-- A new round: a new dispatch version in the same statement, so a dead letter or a late
+-- message of the failed round can neither fail nor claim it, even before anything is sent.
 UPDATE task
-SET status = 'pending', error_code = NULL, finished_at = NULL, cancel_requested_at = NULL, updated_at = now()
+SET status = 'pending', dispatch_version = dispatch_version + 1, error_code = NULL, finished_at = NULL,
+    cancel_requested_at = NULL, updated_at = now()
 WHERE id = $1 AND status = 'failed' AND attempt_count < max_attempts;
 
 -- ---------------------------------------------------------------- delivery (delivery.py)
 
 -- name: take_delivery_lease
--- A fresh token and dispatch version; only while no other sender holds a live lease.
+-- A fresh token, only while no other sender holds a live lease. The dispatch version is
+-- the round's: the statement that started the round set it, and a send never changes it.
 UPDATE task
-SET delivery_token = $2, delivery_lease_expires_at = now() + make_interval(secs => $3),
-    dispatch_version = dispatch_version + 1, updated_at = now()
+SET delivery_token = $2, delivery_lease_expires_at = now() + make_interval(secs => $3), updated_at = now()
 WHERE id = $1 AND status IN ('pending', 'queued')
   AND (delivery_token IS NULL OR delivery_lease_expires_at <= now())
 RETURNING dispatch_version;
@@ -103,13 +117,16 @@ RETURNING id;
 -- name: lease_due_deliveries
 -- Maintenance: pending tasks nobody is sending (after a grace for the submit's own
 -- send), queued tasks unclaimed for $3 seconds, and due retry_wait tasks — each
--- gets a delivery lease and a new dispatch version in this one statement.
+-- gets a delivery lease in this one statement. A re-send of pending or queued is
+-- the same round and keeps its dispatch version: a message of that round still
+-- waiting in a long queue must stay able to claim (else a backlog longer than $3
+-- never drains). Leaving retry_wait starts a new round: a new version.
 UPDATE task
 SET status = CASE WHEN status = 'retry_wait' THEN 'pending' ELSE status END,
+    dispatch_version = dispatch_version + CASE WHEN status = 'retry_wait' THEN 1 ELSE 0 END,
     next_attempt_at = NULL,
     delivery_token = gen_random_uuid(),
     delivery_lease_expires_at = now() + make_interval(secs => $2),
-    dispatch_version = dispatch_version + 1,
     updated_at = now()
 WHERE id IN (
     SELECT id FROM task
@@ -178,8 +195,10 @@ SET status = 'succeeded', result_file_id = $3, finished_at = now(), lease_expire
 WHERE id = $1 AND status = 'running' AND lease_version = $2;
 
 -- name: settle_pending
--- Lease recovery with budget left: back to pending, to be redelivered under a new version.
-UPDATE task SET status = 'pending', lease_expires_at = NULL, updated_at = now()
+-- Lease recovery with budget left: back to pending in a new round (a new dispatch version
+-- in this statement), so the lost round's messages and dead letters match nothing.
+UPDATE task SET status = 'pending', dispatch_version = dispatch_version + 1, lease_expires_at = NULL,
+    updated_at = now()
 WHERE id = $1 AND status = 'running' AND lease_version = $2;
 
 -- name: settle_reconciling
@@ -222,18 +241,24 @@ SET status = 'ready', sha256 = $3, ready_at = now(), updated_at = now()
 WHERE id = $1 AND owner_id = $2 AND status = 'uploading' AND kind = 'result'
 RETURNING id;
 
--- name: lock_unpublished_results
--- Results reserved by attempts that are no longer the running one: never published.
-SELECT f.id, f.object_key
-FROM task_attempt a
-JOIN task t ON t.id = a.task_id
-JOIN file f ON f.id = a.result_file_id
-WHERE f.status = 'uploading' AND f.kind = 'result'
-  AND NOT (t.status = 'running' AND t.lease_version = a.lease_version)
-  AND f.updated_at <= now() - make_interval(secs => $2)
-ORDER BY f.updated_at
-LIMIT $1
-FOR UPDATE OF f SKIP LOCKED;
+-- name: claim_unpublished_results
+-- Results reserved by attempts that are no longer the running one: never published. Claimed
+-- like files' claim_deleting (updated_at moves to now(); committed at once), so no row lock is
+-- held while their objects are deleted.
+UPDATE file SET updated_at = now()
+WHERE id IN (
+    SELECT f.id
+    FROM task_attempt a
+    JOIN task t ON t.id = a.task_id
+    JOIN file f ON f.id = a.result_file_id
+    WHERE f.status = 'uploading' AND f.kind = 'result'
+      AND NOT (t.status = 'running' AND t.lease_version = a.lease_version)
+      AND f.updated_at <= now() - make_interval(secs => $2)
+    ORDER BY f.updated_at
+    LIMIT $1
+    FOR UPDATE OF f SKIP LOCKED
+)
+RETURNING id, owner_id, object_key;
 
 -- ---------------------------------------------------------------- dead letters (dead_letters.py)
 
@@ -241,7 +266,7 @@ FOR UPDATE OF f SKIP LOCKED;
 SELECT owner_id FROM task WHERE id = $1;
 
 -- name: lock_task
-SELECT id, status, dispatch_version FROM task WHERE id = $1 FOR UPDATE;
+SELECT id, status, dispatch_version, attempt_count, max_attempts FROM task WHERE id = $1 FOR UPDATE;
 
 -- name: insert_dead_letter
 -- One receipt per message: a redelivered dead letter finds its receipt and changes nothing.

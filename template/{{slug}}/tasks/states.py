@@ -3,11 +3,12 @@
 Who moves a task in and out of each state:
 
 ``pending``      created by submit or manual retry, or put back by lease recovery /
-                 a due ``retry_wait``. The sender takes a 30 s delivery lease, sends
+                 a due ``retry_wait`` — each starts a delivery round and bumps
+                 ``dispatch_version`` in that same statement. The sender takes a 30 s delivery lease, sends
                  ``{taskId, dispatchVersion}`` and marks it ``queued``; a failed send
                  leaves it here and maintenance re-sends once the lease is over.
 ``queued``       sent. A claim moves it to ``running``; unclaimed for 2 minutes,
-                 maintenance re-sends it under a new dispatch version.
+                 maintenance re-sends it under the same dispatch version (same round).
 ``running``      claimed under a 2-minute execution lease (``lease_version``).
                  The executor publishes (``succeeded``), fails (``failed`` /
                  ``retry_wait``), or settles a requested cancel (``canceled``). An

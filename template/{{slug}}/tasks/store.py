@@ -69,7 +69,11 @@ class TaskResult(msgspec.Struct, rename="camel", frozen=True):
 
 
 class TaskOut(msgspec.Struct, rename="camel", frozen=True):
-    """The public view of a task: no leases, tokens, digests, versions or queue details."""
+    """The public view of a task: no leases, tokens, digests, versions or queue details.
+
+    ``result`` is set only while the owner can still download it; ``result_gone`` says that a
+    succeeded task's result was deleted or has expired (so ``result`` is null).
+    """
 
     id: UUID
     status: str
@@ -82,6 +86,7 @@ class TaskOut(msgspec.Struct, rename="camel", frozen=True):
     cancel_requested: bool
     retryable: bool
     result: TaskResult | None
+    result_gone: bool
     dead_lettered_at: datetime | None
     price: int
     charge_status: str
@@ -96,7 +101,7 @@ def is_retryable(status: str, error_code: str | None, used: int, budget: int) ->
 
 def to_public(row: asyncpg.Record) -> TaskOut:
     result = None
-    if row["status"] == TaskStatus.SUCCEEDED and row["result_name"] is not None:
+    if row["status"] == TaskStatus.SUCCEEDED and not row["result_gone"]:
         result = TaskResult(
             file_id=row["result_file_id"],
             name=row["result_name"],
@@ -115,6 +120,7 @@ def to_public(row: asyncpg.Record) -> TaskOut:
         cancel_requested=row["cancel_requested_at"] is not None,
         retryable=is_retryable(row["status"], row["error_code"], row["attempt_count"], row["max_attempts"]),
         result=result,
+        result_gone=row["result_gone"],
         dead_lettered_at=row["dead_lettered_at"],
         price=row["price"],
         charge_status=row["charge_status"],

@@ -1,10 +1,12 @@
 """One error envelope for every failure: ``{"error": {"domain", "code", "message"}}``.
 
 Litestar's exception handlers map our typed errors, the framework's own
-exceptions and anything unexpected to it. Unexpected errors answer a generic
-message with the request id; the log records only the id, the route and the
-exception's type — never its message or stack, which may hold provider
-responses or data.
+exceptions and anything unexpected to it. Database trouble (a lock or
+statement timeout, a lost or refused connection: ``db.pool.UNAVAILABLE_ERRORS``)
+answers 503 ``UNAVAILABLE`` with ``Retry-After``: the request was fine and may be
+sent again. Other unexpected errors answer a generic message with the request
+id; the log records only the id, the route and the exception's type — never its
+message or stack, which may hold provider responses or data.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from litestar.exceptions import (
 )
 from litestar.status_codes import HTTP_413_REQUEST_ENTITY_TOO_LARGE
 
+from ..db.pool import UNAVAILABLE_ERRORS
 from ..errors import (
     Internal,
     MethodNotAllowed,
@@ -28,6 +31,7 @@ from ..errors import (
     PayloadTooLarge,
     RequestError,
     SiteError,
+    Unavailable,
     ValidationFailed,
 )
 
@@ -91,6 +95,10 @@ def handle_http_exception(request: Request, error: HTTPException) -> Response:
 
 def handle_unexpected(request: Request, error: Exception) -> Response:
     rid = request_id(request)
+    if isinstance(error, UNAVAILABLE_ERRORS):
+        log.warning("database unavailable (%s) in %s %s (request %s)", type(error).__name__, request.method,
+                    request.scope.get("path", "?"), rid)
+        return site_error_response(Unavailable())
     log.error(
         "unexpected %s in %s %s (request %s)",
         type(error).__name__,

@@ -55,6 +55,8 @@ function show(task) {
     ? `Delivery to a worker gave up at ${formatTime(task.deadLetteredAt)}.`
     : "";
 
+  // A result the owner deleted (or that expired) comes as null with resultGone: say so, offer nothing.
+  $("result-gone").hidden = !(task.status === "succeeded" && task.resultGone);
   showResult(task.status === "succeeded" ? task.result : null);
   return active;
 }

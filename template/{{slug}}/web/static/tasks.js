@@ -137,7 +137,8 @@ function taskItem(task) {
   link.href = `/tasks/${task.id}`;
   about.append(link);
   const option = task.params.trimTrailingWhitespace ? " · trims line ends" : "";
-  about.append(element("span", `Started ${formatTime(task.createdAt)}${option}`, "meta"));
+  const gone = task.resultGone ? " · result deleted or expired" : "";
+  about.append(element("span", `Started ${formatTime(task.createdAt)}${option}${gone}`, "meta"));
   const status = element("span", statusWords(task), `status status-${task.status}`);
   item.append(about, status);
   return item;
