@@ -353,8 +353,7 @@ def s3_credentials(data_dir: Path) -> tuple[str, str]:
 def _weed_argv(data_dir: Path, ports: dict[str, int]) -> list[str]:
     argv = [str(weed_binary()), "server", "-ip=127.0.0.1", "-ip.bind=127.0.0.1", f"-dir={data_dir / 'volumes'}",
             f"-master.dir={data_dir / 'master'}", "-master.telemetry=false", "-master.volumeSizeLimitMB=64",
-            "-volume.max=0", "-volume.preStopSeconds=0", "-filer", f"-filer.localSocket={data_dir / 'filer.sock'}",
-            "-s3", f"-s3.config={data_dir / 's3.json'}", f"-s3.localSocket={data_dir / 's3.sock'}",
+            "-volume.max=0", "-volume.preStopSeconds=0", "-filer", "-s3", f"-s3.config={data_dir / 's3.json'}",
             "-s3.port.iceberg=0", "-s3.port.lance=0"]
     return argv + [f"-{name}={port}" for name, port in ports.items()]
 
@@ -401,16 +400,19 @@ def start_s3(state_dir: Path, *, port: int | None = None) -> RunningS3:
 
 
 def stop_s3(pid: int) -> None:
-    """Stop the server; then remove the gRPC sockets `weed` leaves in /tmp, named after its own ports."""
+    """Stop the server; then remove the Unix sockets `weed` leaves in /tmp, named after its own ports
+    (``/tmp/seaweedfs-filer-<port>.sock``, ``/tmp/seaweedfs-s3-grpc-<port>.sock``, ...). They stay in
+    /tmp: a socket path under a deep state folder would pass the 108 bytes a Unix socket may have."""
     try:
         argv = Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
     except OSError:
         argv = []
     stop_process(pid, signal.SIGTERM, S3_STOP_GRACE)
     for arg in argv:
-        role, _, grpc_port = arg.removeprefix("-").partition(".port.grpc=")
-        if grpc_port.isdigit():
-            Path(f"/tmp/seaweedfs-{role}-grpc-{grpc_port}.sock").unlink(missing_ok=True)
+        option, _, port = arg.removeprefix("-").partition("=")
+        role, _, kind = option.partition(".port")
+        if port.isdigit() and kind in ("", ".grpc"):
+            Path(f"/tmp/seaweedfs-{role}{kind.replace('.', '-')}-{port}.sock").unlink(missing_ok=True)
 
 
 def remove_state(path: Path) -> None:
