@@ -1,4 +1,4 @@
-"""``python -m harness up | down | verify | report | bench``."""
+"""``python -m harness up | down | verify | report | bench | chaos``."""
 
 from __future__ import annotations
 
@@ -98,9 +98,41 @@ def bench_problem(args: argparse.Namespace) -> str | None:
     return None
 
 
-def add_process_options(parser: argparse.ArgumentParser) -> None:
+def cmd_chaos(args: argparse.Namespace) -> int:
+    import random
+
+    from .chaos.run import chaos
+
+    state_dir = Path(args.state) if args.state else KIT_ROOT / ".state" / "chaos" / _default_state().name
+    seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1_000_000)
+    ok, text = chaos(state_dir, args.sites, args.seconds, seed, keep=args.keep, counts=process_counts(args))
+    print(text, end="")
+    print(f"report: {state_dir.resolve() / 'chaos.json'} (again with --seed {seed})")
+    return 0 if ok else 1
+
+
+CHAOS_SECONDS = (10, 3600)
+
+
+def chaos_problem(args: argparse.Namespace) -> str | None:
+    """Why these campaign options cannot run, or None."""
+    from .chaos.run import MIN_WORKERS
+    from .render import NAMES
+
+    if not 1 <= args.sites <= len(NAMES):
+        return f"--sites must be between 1 and {len(NAMES)}"
+    if not CHAOS_SECONDS[0] <= args.seconds <= CHAOS_SECONDS[1]:
+        return f"--seconds must be between {CHAOS_SECONDS[0]} and {CHAOS_SECONDS[1]}"
+    if args.workers < MIN_WORKERS:
+        return f"--workers must be at least {MIN_WORKERS}: a worker is killed while another carries on"
+    if args.seed is not None and args.seed < 0:
+        return "--seed must not be negative"
+    return None
+
+
+def add_process_options(parser: argparse.ArgumentParser, workers: int = 1) -> None:
     parser.add_argument("--web-processes", type=int, default=1, help="web processes per site (one port)")
-    parser.add_argument("--workers", type=int, default=1, help="worker processes per site")
+    parser.add_argument("--workers", type=int, default=workers, help=f"worker processes per site (default {workers})")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -136,6 +168,16 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--state", default=None, help="default: .state/bench/<timestamp>")
     bench.set_defaults(handler=cmd_bench)
 
+    chaos = commands.add_parser("chaos", help="fault campaign: steady load while processes are SIGKILLed, "
+                                              "then stuck work settled and the books checked")
+    chaos.add_argument("--sites", type=int, default=2)
+    chaos.add_argument("--seconds", type=float, default=60, help="seconds of load and kills (default 60)")
+    chaos.add_argument("--seed", type=int, default=None, help="the kill plan's seed (default: a random one, printed)")
+    chaos.add_argument("--state", default=None, help="default: .state/chaos/<timestamp>; a live run there is used")
+    chaos.add_argument("--keep", action="store_true", help="leave the sites running afterwards")
+    add_process_options(chaos, workers=2)
+    chaos.set_defaults(handler=cmd_chaos)
+
     show = commands.add_parser("report", help="print the summary of a finished run")
     show.add_argument("--state", required=True)
     show.set_defaults(handler=cmd_report)
@@ -152,6 +194,9 @@ def main(argv: list[str] | None = None) -> int:
         if getattr(args, option, 1) < 1:
             print(f"--{option.replace('_', '-')} must be at least 1", file=sys.stderr)
             return 2
+    if args.command == "chaos" and (problem := chaos_problem(args)):
+        print(problem, file=sys.stderr)
+        return 2
     if args.command == "bench" and (problem := bench_problem(args)):
         print(problem, file=sys.stderr)
         return 2

@@ -9,6 +9,8 @@ from pathlib import Path
 import msgspec
 
 from .books import SiteBooks
+from .chaos.results import ChaosReport
+from .chaos.results import summary as chaos_summary
 from .render import Provenance
 from .stand import RunInfo, SiteTimings
 
@@ -58,6 +60,8 @@ class Report(msgspec.Struct):
     tests: TestResults
     teardown: list[str]
     failure: str | None = None
+    # the short fault campaign on the first site (also in chaos.json)
+    chaos: ChaosReport | None = None
 
 
 def now() -> str:
@@ -130,7 +134,7 @@ def per_site(tests: TestResults, slug: str) -> SiteTests:
 
 def build(*, ok: bool, started_at: str, provenance: Provenance, services_mode: str, info: RunInfo | None,
           tests: TestResults, teardown: list[str], failure: str | None,
-          books: dict[str, SiteBooks] | None = None) -> Report:
+          books: dict[str, SiteBooks] | None = None, chaos: ChaosReport | None = None) -> Report:
     sites = [
         SiteReport(slug=slug, answers=answers, timings=info.timings.get(slug, SiteTimings()),
                    tests=per_site(tests, slug), books=(books or {}).get(slug))
@@ -147,6 +151,7 @@ def build(*, ok: bool, started_at: str, provenance: Provenance, services_mode: s
         tests=tests,
         teardown=teardown,
         failure=failure,
+        chaos=chaos,
     )
 
 
@@ -173,6 +178,11 @@ def summary(report: Report) -> str:
     for case in tests.cases:
         if case.outcome in ("failed", "error"):
             lines.append(f"    {case.outcome.upper()} {case.name}: {case.message or ''}"[:300])
+    lines.append("")
+    if report.chaos is None:
+        lines.append("  fault campaign: not reached")
+    else:
+        lines += ["  " + line for line in chaos_summary(report.chaos).splitlines()]
     lines.append("")
     for site in report.sites:
         lines += books_lines(site)

@@ -111,25 +111,47 @@ def role_command(record: SiteRecord, role: str) -> list[str]:
 READY_LINE = {"web": "Application startup complete", "worker": "worker consuming"}
 
 
+class Started(msgspec.Struct, frozen=True):
+    """A process just spawned: where its log was when it started, to see it say it is ready."""
+
+    role: str
+    index: int
+    pid: int
+    log_path: str
+    offset: int
+
+
+def spawn(state_dir: Path, record: SiteRecord, role: str, index: int) -> Started:
+    """Start process ``index`` of ``role`` (log ``<role>-<index>``) without waiting for it; its pid is
+    the caller's to record."""
+    env = state.load_site_env(state_dir, record.slug)
+    name = f"{role}-{index}"
+    log_path = state.site_folder(state_dir, record.slug) / "logs" / f"{name}.log"
+    offset = log_path.stat().st_size if log_path.exists() else 0
+    pid = processes.start_site_process(
+        record.venv_python, record.slug, role_command(record, role), env, record.site_dir, log_path
+    )
+    record.logs[name] = str(log_path)
+    return Started(role=role, index=index, pid=pid, log_path=str(log_path), offset=offset)
+
+
+def wait_started(record: SiteRecord, started: Started) -> None:
+    """Until the process says it is ready (a web process: and the site answers /readyz)."""
+    log_path = Path(started.log_path)
+    processes.wait_logged(log_path, started.offset, READY_LINE[started.role], started.pid)
+    if started.role == "web":
+        processes.wait_ready(f"{record.base_url}/readyz", started.pid, log_path)
+
+
 def start_roles(state_dir: Path, record: SiteRecord, roles: tuple[str, ...] = ROLES,
                 counts: state.ProcessCounts | None = None) -> None:
     """Start the site's processes (pids recorded on ``record``) and wait until each says it is ready."""
     counts = counts or state.ProcessCounts()
-    env = state.load_site_env(state_dir, record.slug)
-    logs = state.site_folder(state_dir, record.slug) / "logs"
     for role in roles:
         for index in range(getattr(counts, role)):
-            name = f"{role}-{index}"
-            log_path = logs / f"{name}.log"
-            offset = log_path.stat().st_size if log_path.exists() else 0
-            pid = processes.start_site_process(
-                record.venv_python, record.slug, role_command(record, role), env, record.site_dir, log_path
-            )
-            getattr(record.pids, role).append(pid)
-            record.logs[name] = str(log_path)
-            processes.wait_logged(log_path, offset, READY_LINE[role], pid)
-    if "web" in roles:
-        processes.wait_ready(f"{record.base_url}/readyz", record.pids.web[0], Path(record.logs["web-0"]))
+            started = spawn(state_dir, record, role, index)
+            getattr(record.pids, role).append(started.pid)
+            wait_started(record, started)
 
 
 def stop_roles(record: SiteRecord, roles: tuple[str, ...] = ROLES, kill: bool = False) -> None:

@@ -1,4 +1,4 @@
-"""``verify``: up, run site_tests against the live sites, write the report, down."""
+"""``verify``: up, run site_tests against the live sites, a short fault campaign, the books, the report, down."""
 
 from __future__ import annotations
 
@@ -9,9 +9,16 @@ import sys
 from pathlib import Path
 
 from . import KIT_ROOT, books, report, stand, state
+from .chaos import results as chaos_results
+from .chaos.run import campaign
 from .render import provenance
 
 log = logging.getLogger(__name__)
+
+# The short fault campaign on the run's first site, after site_tests and before the books
+# (which restart everything and audit what the campaign left too).
+CHAOS_SECONDS = 40
+CHAOS_SEED = 15
 
 
 # Phase 1 runs everything that leaves the sites up, in parallel; phase 2 the scenarios that
@@ -51,10 +58,13 @@ def verify(state_dir: Path, count: int, *, keep: bool, workers: int | str, pytes
     tests_rc = 1
     services_mode = "?"
     site_books: dict[str, books.SiteBooks] = {}
+    chaos: chaos_results.ChaosReport | None = None
     try:
         sites = stand.up(state_dir, count, overrides, counts)
         services_mode = sites.services.mode
         tests_rc = run_site_tests(state_dir, workers, len(sites.sites), pytest_args)
+        chaos = campaign(state_dir, [sites.sites[0].slug], CHAOS_SECONDS, CHAOS_SEED)
+        chaos_results.write(state_dir, chaos)
         site_books = books.check_books(state_dir)
     except Exception as error:
         failure = f"{type(error).__name__}: {error}"
@@ -67,7 +77,8 @@ def verify(state_dir: Path, count: int, *, keep: bool, workers: int | str, pytes
     if ok and results.passed == 0:
         ok, failure = False, "no site test ran"
     ok = ok and bool(site_books) and all(b.ok for b in site_books.values())
+    ok = ok and chaos is not None and chaos.ok
     built = report.build(ok=ok, started_at=started_at, provenance=origin, services_mode=services_mode,
                          info=stand.load_run_info(state_dir), tests=results, teardown=teardown, failure=failure,
-                         books=site_books)
+                         books=site_books, chaos=chaos)
     return ok, report.write(state_dir, built)

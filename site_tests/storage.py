@@ -2,27 +2,20 @@
 
 from __future__ import annotations
 
-import boto3
-from botocore.config import Config
+import asyncio
 
+from harness.services import s3_client
 from harness.state import SitesFile
 
 
-def s3(run: SitesFile):
-    record = run.services.s3
-    return boto3.client(
-        "s3",
-        endpoint_url=record.url,
-        region_name=record.region,
-        aws_access_key_id=record.access_key_id,
-        aws_secret_access_key=record.secret_access_key,
-        config=Config(s3={"addressing_style": "path"}),
-    )
+async def _keys(run: SitesFile, bucket: str) -> list[str]:
+    found: list[str] = []
+    async with s3_client(run.services.s3) as client:
+        async for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket):
+            found += [item["Key"] for item in page.get("Contents", [])]
+    return found
 
 
 def keys(run: SitesFile, bucket: str) -> list[str]:
-    client = s3(run)
-    found: list[str] = []
-    for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket):
-        found += [item["Key"] for item in page.get("Contents", [])]
-    return found
+    """Every object key in ``bucket`` (aiobotocore, the kit's S3 client: boto3 is not a dependency)."""
+    return asyncio.run(_keys(run, bucket))

@@ -34,6 +34,12 @@ def test_verify_two_sites(tmp_path: Path) -> None:
     assert {name.rsplit("[", 1)[1] for name in pages} >= {"alpha]", "bravo]", "alpha-bravo]", "bravo-alpha]"}
     assert set(pages.values()) == {"passed"}, pages
     assert "PASS" in (state / "summary.txt").read_text()
+    # The short fault campaign ran on the first site, with an extra worker, and found nothing.
+    chaos = report["chaos"]
+    assert chaos["ok"] is True and [site["slug"] for site in chaos["sites"]] == ["alpha"]
+    assert chaos["sites"][0]["tasks"] > 0 and chaos["sites"][0]["findings"] == []
+    assert any(kill["at"] is not None for kill in chaos["sites"][0]["kills"])
+    assert json.loads((state / "chaos.json").read_text()) == chaos
 
     # Everything the run started is gone: site processes and embedded servers.
     final = json.loads((state / "sites.down.json").read_text())

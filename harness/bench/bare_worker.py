@@ -124,7 +124,8 @@ class Resources(Middleware):
         ))
         held.bucket = config.bucket
 
-    def after_worker_boot(self, broker: dramatiq.Broker, worker: dramatiq.Worker) -> None:
+    def before_worker_boot(self, broker: dramatiq.Broker, worker: dramatiq.Worker) -> None:
+        # before the worker threads start taking messages (they start between the two boot hooks)
         get_event_loop_thread().run_coroutine(self._open())
 
     def after_worker_shutdown(self, broker: dramatiq.Broker, worker: dramatiq.Worker) -> None:
@@ -136,7 +137,8 @@ def main() -> int:
     config = Config.from_environ()
     broker = create_broker(config.broker_url, config.namespace)
     declare(broker, config.queue)
-    broker.add_middleware(Resources(config), before=AsyncIO)  # its shutdown still needs the loop
+    # After AsyncIO: "before" hooks run in order and "after" hooks in reverse, so its loop runs for both of ours.
+    broker.add_middleware(Resources(config), after=AsyncIO)
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())

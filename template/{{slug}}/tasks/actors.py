@@ -104,7 +104,9 @@ class SiteRuntime(Middleware):
         self._stack = AsyncExitStack()
         return await self._stack.enter_async_context(open_runtime(self.settings, broker=broker))
 
-    def after_worker_boot(self, broker: dramatiq.Broker, worker: dramatiq.Worker) -> None:
+    def before_worker_boot(self, broker: dramatiq.Broker, worker: dramatiq.Worker) -> None:
+        # Worker.start starts the threads that take messages between the before and after boot
+        # hooks: opened any later, the first messages would find no runtime.
         global _runtime
         _runtime = get_event_loop_thread().run_coroutine(self._open(broker))
 
@@ -116,5 +118,6 @@ class SiteRuntime(Middleware):
 
     @staticmethod
     def install(broker: dramatiq.Broker, settings: Settings) -> None:
-        # Before AsyncIO: its shutdown hook stops the loop, and ours still needs it.
-        broker.add_middleware(SiteRuntime(settings), before=AsyncIO)
+        # After AsyncIO: "before" hooks run in middleware order, "after" hooks in reverse, so its
+        # loop runs when our boot hook opens the runtime and still runs when our shutdown hook closes it.
+        broker.add_middleware(SiteRuntime(settings), after=AsyncIO)

@@ -1,0 +1,199 @@
+"""The clients: accounts that submit steadily over real HTTP while processes die under them.
+
+Each account keeps ``in_flight`` tasks active (below the site's ``max_active``),
+polls them until they end and submits the next. A submit that got no answer —
+the connection was refused or cut because the web process died — is sent
+again with the same request key until an answer comes; so is a 503. A 429
+backs off and sends again. Every request key sent is recorded with what its
+task must produce.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import secrets
+import time
+import uuid
+from dataclasses import dataclass, field
+
+import httpx
+
+from harness.bench.accounts import grant_credits, site_client, site_policy, task_price
+from harness.state import SiteRecord
+
+from .inputs import normalized, texts
+from .results import LoadStats
+
+PASSWORD = "chaos password 1"
+TERMINAL = frozenset({"succeeded", "failed", "canceled"})
+POLL_PAUSE = 0.5  # between polls of an account's active tasks
+RESEND_PAUSE = 0.25  # before a submit is sent again (the web process may be restarting)
+BACKOFF_LIMIT = 5.0  # the longest a 429 is waited out at once (it says 60 s)
+# After the load ends, a submit without an answer is sent again for this long (a web
+# restart on a loaded machine takes seconds, not minutes).
+ANSWER_GRACE = 120.0
+
+
+class LoadError(RuntimeError):
+    """An account could not be set up (registration or upload refused)."""
+
+
+@dataclass
+class Submitted:
+    """One request key: what was asked, what its task must produce, and how it was answered."""
+
+    request_key: str
+    account_id: str
+    file_id: str
+    trim: bool
+    expected: bytes
+    task_id: str | None = None
+    answer: int | None = None  # 201 or 200
+    lost: int = 0  # sends that got no answer
+
+
+@dataclass
+class Account:
+    site: SiteRecord
+    http: httpx.AsyncClient
+    id: str
+    inputs: list[tuple[str, bytes]]  # (file id, bytes)
+    rng: random.Random
+    submitted: list[Submitted] = field(default_factory=list)
+
+    def next_request(self) -> Submitted:
+        file_id, data = self.rng.choice(self.inputs)
+        trim = self.rng.random() < 0.5
+        request = Submitted(request_key=str(uuid.uuid4()), account_id=self.id, file_id=file_id, trim=trim,
+                            expected=normalized(data, trim))
+        self.submitted.append(request)
+        return request
+
+
+def submit_body(request: Submitted) -> dict:
+    return {"requestKey": request.request_key, "processor": "text-normalize", "fileId": request.file_id,
+            "params": {"trimTrailingWhitespace": request.trim}}
+
+
+def in_flight(site: SiteRecord) -> int:
+    """Tasks an account keeps active: a few, always below the site's limit."""
+    return max(1, min(3, int(site_policy(site)["tasks"]["max_active"]) - 1))
+
+
+def retry_after(response: httpx.Response) -> float:
+    try:
+        return min(float(response.headers.get("Retry-After", "1")), BACKOFF_LIMIT)
+    except ValueError:
+        return BACKOFF_LIMIT
+
+
+async def open_account(site: SiteRecord, index: int, seed: int) -> Account:
+    """A fresh account (funded on a priced site) with its texts uploaded."""
+    http = site_client(site)
+    try:
+        email = f"chaos-{index}-{secrets.token_hex(4)}@example.com"
+        registered = await http.post("/api/auth/register", json={"email": email, "password": PASSWORD})
+        if registered.status_code != 201:
+            raise LoadError(f"{site.slug}: register answered {registered.status_code}: {registered.text[:200]}")
+        account_id = registered.json()["id"]
+        if task_price(site):
+            await grant_credits(site, account_id)
+        inputs = []
+        for number, data in enumerate(texts(site.slug, index)):
+            uploaded = await http.post("/api/files", params={"name": f"chaos-{index}-{number}.txt"}, content=data,
+                                       headers={"Content-Type": "text/plain"})
+            if uploaded.status_code != 201:
+                raise LoadError(f"{site.slug}: upload answered {uploaded.status_code}: {uploaded.text[:200]}")
+            inputs.append((uploaded.json()["id"], data))
+    except BaseException:
+        await http.aclose()
+        raise
+    return Account(site=site, http=http, id=account_id, inputs=inputs, rng=random.Random(f"{seed}:{site.slug}:{index}"))
+
+
+def _error_code(response: httpx.Response) -> str:
+    try:
+        return response.json()["error"]["code"]
+    except (ValueError, KeyError, TypeError):
+        return "?"
+
+
+async def submit(account: Account, request: Submitted, stats: LoadStats, findings: list[str],
+                 give_up_at: float) -> dict | None:
+    """Send the submit until it is answered with its task; None if it was refused (no task made)."""
+    try:
+        return await _send_until_answered(account, request, stats, findings, give_up_at)
+    finally:
+        if request.lost:
+            stats.lost_responses += 1
+
+
+async def _send_until_answered(account: Account, request: Submitted, stats: LoadStats, findings: list[str],
+                               give_up_at: float) -> dict | None:
+    while True:
+        try:
+            response = await account.http.post("/api/tasks", json=submit_body(request))
+        except httpx.TransportError as error:
+            request.lost += 1
+            stats.resends += 1
+            if not isinstance(error, httpx.ConnectError | httpx.ConnectTimeout):
+                stats.cut += 1
+            if time.monotonic() > give_up_at:
+                findings.append(f"request {request.request_key}: no answer after {request.lost} sends")
+                return None
+            await asyncio.sleep(RESEND_PAUSE)
+            continue
+        status = response.status_code
+        if status in (200, 201):
+            task = response.json()
+            request.task_id, request.answer = task["id"], status
+            if status == 200 and not request.lost:
+                findings.append(f"request {request.request_key}: a new request key answered 200 (task {task['id']})")
+            elif status == 200:
+                stats.found_on_resend += 1
+            return task
+        if status == 429:
+            stats.rate_limited += 1
+            await asyncio.sleep(retry_after(response))
+            continue
+        if status == 503:
+            stats.unavailable += 1
+            await asyncio.sleep(RESEND_PAUSE)
+            continue
+        findings.append(f"request {request.request_key}: submit answered {status} {_error_code(response)}")
+        if status < 500 or time.monotonic() > give_up_at:
+            return None  # a refusal makes no task; an unexpected 5xx is sent again (the task may exist)
+        await asyncio.sleep(RESEND_PAUSE)
+
+
+async def poll(account: Account, active: dict[str, Submitted], findings: list[str]) -> None:
+    """Forget the tasks that ended; a poll the web process cannot answer now is tried next round."""
+    for task_id in list(active):
+        try:
+            response = await account.http.get(f"/api/tasks/{task_id}")
+        except httpx.TransportError:
+            return
+        if response.status_code == 200:
+            if response.json()["status"] in TERMINAL:
+                del active[task_id]
+        elif response.status_code not in (429, 503):
+            findings.append(f"task {task_id}: detail answered {response.status_code} {_error_code(response)}")
+            del active[task_id]
+
+
+async def run_account(account: Account, target: int, until: float, stats: LoadStats, findings: list[str]) -> None:
+    """Until ``until`` (monotonic): keep ``target`` tasks active; a submit under way is answered first."""
+    active: dict[str, Submitted] = {}
+    while time.monotonic() < until:
+        if len(active) < target:
+            request = account.next_request()
+            stats.submits += 1
+            task = await submit(account, request, stats, findings, give_up_at=until + ANSWER_GRACE)
+            if task is None:
+                await asyncio.sleep(RESEND_PAUSE)
+            elif task["status"] not in TERMINAL:
+                active[task["id"]] = request
+        else:
+            await poll(account, active, findings)
+            await asyncio.sleep(POLL_PAUSE)

@@ -1,0 +1,136 @@
+"""The fault campaign's deterministic parts: the kill plan, the oracle, the checks, the options."""
+
+from __future__ import annotations
+
+import msgspec
+import pytest
+
+from harness import cli
+from harness.chaos import checks, inputs, results, schedule
+from harness.chaos.checks import Outcome, TaskRow
+from harness.state import ProcessCounts
+
+COUNTS = ProcessCounts(web=1, worker=2)
+
+
+def test_the_same_seed_gives_the_same_plan_and_another_seed_another() -> None:
+    first = schedule.plan(7, 120, ["alpha", "bravo"], COUNTS)
+    assert first == schedule.plan(7, 120, ["alpha", "bravo"], COUNTS)
+    assert first != schedule.plan(8, 120, ["alpha", "bravo"], COUNTS)
+    assert msgspec.json.encode(first) == msgspec.json.encode(schedule.plan(7, 120, ["alpha", "bravo"], COUNTS))
+
+
+def test_the_plan_stays_within_the_campaign_and_its_processes() -> None:
+    kills = schedule.plan(1, 120, ["alpha", "bravo"], COUNTS)
+    assert [kill.at for kill in kills] == sorted(kill.at for kill in kills)
+    for site in ("alpha", "bravo"):
+        own = [kill for kill in kills if kill.site == site]
+        assert len(own) >= 8  # a kill every few seconds
+        assert {kill.role for kill in own} == {"web", "worker"}
+        assert sum(kill.role == "worker" for kill in own) > sum(kill.role == "web" for kill in own)
+    for kill in kills:
+        assert 0 < kill.at < 120 and 0 < kill.down <= schedule.DOWN[1]
+        assert 0 <= kill.index < getattr(COUNTS, kill.role)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_a_short_campaign_kills_the_web_process_too(seed: int) -> None:
+    kills = schedule.plan(seed, 40, ["alpha"], COUNTS)
+    assert len(kills) >= 3
+    assert any(kill.role == "web" for kill in kills)
+
+
+def test_the_oracle_follows_the_specification() -> None:
+    assert inputs.normalized(b"a \r\nb\t\rc  ", trim=False) == b"a \nb\t\nc  "
+    assert inputs.normalized(b"a \r\nb\t\rc  ", trim=True) == b"a\nb\nc"
+    assert inputs.normalized(b" \t  \t", trim=True) == b""  # a zero-byte result
+    assert inputs.normalized("café \r\n—\t".encode(), trim=True) == "café\n—".encode()
+    texts = inputs.texts("alpha", 0)
+    assert len(set(texts[:3])) == 3 and texts[:3] != inputs.texts("alpha", 1)[:3] != inputs.texts("bravo", 0)[:3]
+
+
+def row(**changes) -> TaskRow:
+    good = dict(id="t1", request_key="k1", status="succeeded", error_code=None, attempt_count=1, max_attempts=3,
+                attempt_rows=1, succeeded_attempts=1)
+    return TaskRow(**{**good, **changes})
+
+
+def outcome(**changes) -> Outcome:
+    good = dict(request_key="k1", task_id="t1", expected=b"a\nb", row=row(), result=b"a\nb", resubmit_status=200,
+                resubmit_task_id="t1")
+    return Outcome(**{**good, **changes})
+
+
+def found(*outcomes: Outcome, rows: list[TaskRow] | None = None, sent: set[str] | None = None) -> list[str]:
+    rows = [o.row for o in outcomes if o.row] if rows is None else rows
+    return checks.findings(list(outcomes), rows, {o.request_key for o in outcomes} if sent is None else sent)
+
+
+def test_a_good_campaign_has_no_findings() -> None:
+    lease_lost = row(status="failed", error_code="LEASE_EXPIRED", attempt_count=3, attempt_rows=3,
+                     succeeded_attempts=0)
+    dead = row(status="failed", error_code="DELIVERY_EXHAUSTED", attempt_count=0, attempt_rows=0,
+               succeeded_attempts=0)
+    assert found(outcome(), outcome(row=row(attempt_count=3, attempt_rows=3)),
+                 outcome(row=lease_lost, result=None), outcome(row=dead, result=None)) == []
+
+
+@pytest.mark.parametrize(("bad", "says"), [
+    (outcome(row=None), "no row for request key"),
+    (outcome(row=row(status="running", succeeded_attempts=0)), "still running after settling"),
+    (outcome(row=row(status="queued", succeeded_attempts=0)), "still queued"),
+    (outcome(row=row(attempt_count=2, succeeded_attempts=2, attempt_rows=2)), "succeeded with 2 succeeded attempts"),
+    (outcome(row=row(attempt_rows=2)), "attempt_count 1, 2 attempt rows"),
+    (outcome(result=b"a\r\nb"), "result is 4 bytes that differ from the expected 3 bytes"),
+    (outcome(result=None, result_problem="content answered 410"), "result not downloaded: content answered 410"),
+    (outcome(row=row(status="failed", error_code="LEASE_EXPIRED", succeeded_attempts=0)),
+     "failed LEASE_EXPIRED after 1 of 3 attempts"),
+    (outcome(row=row(status="failed", error_code="INPUT_INVALID", attempt_count=3, attempt_rows=3,
+                     succeeded_attempts=0)), "failed INPUT_INVALID after 3 of 3"),
+    (outcome(row=row(status="failed", error_code="LEASE_EXPIRED", attempt_count=3, attempt_rows=3)),
+     "failed with 1 succeeded attempt"),
+    (outcome(row=row(status="canceled", succeeded_attempts=0)), "canceled, though no client canceled it"),
+    (outcome(resubmit_status=201, resubmit_task_id="t2"), "sent again answered 201 with task t2"),
+    (outcome(resubmit_status=200, resubmit_task_id="t2"), "sent again answered 200 with task t2"),
+    (outcome(row=row(id="t9")), "request key k1 belongs to task t9"),
+])
+def test_the_checks_flag_a_bad_outcome(bad: Outcome, says: str) -> None:
+    problems = found(bad)
+    assert problems and any(says in problem for problem in problems), problems
+
+
+def test_a_task_no_client_asked_for_is_a_finding() -> None:
+    stray = row(id="t2", request_key="k2")
+    assert found(outcome(), rows=[row(), stray]) == ["task t2: request key k2 was never sent by a client"]
+    # A key that was sent but never answered is not a stray (its missing answer is the load's finding).
+    assert found(outcome(), rows=[row(), stray], sent={"k1", "k2"}) == []
+
+
+def test_the_report_round_trips_and_summarises(tmp_path) -> None:
+    site = results.SiteChaos(slug="alpha", accounts=4, in_flight=3, tasks=10, succeeded=9,
+                             failed={"LEASE_EXPIRED": 1}, re_executions=4, audit_clean=True,
+                             kills=[results.KillDone(site="alpha", role="web", index=0, planned_at=1.0, at=1.2),
+                                    results.KillDone(site="alpha", role="worker", index=1, planned_at=9.0)])
+    report = results.ChaosReport(ok=True, seed=3, seconds=40, started_at="s", finished_at="f", sites=[site],
+                                 plan=schedule.plan(3, 40, ["alpha"], COUNTS))
+    text = results.write(tmp_path, report)
+    again = msgspec.json.decode((tmp_path / "chaos.json").read_bytes(), type=results.ChaosReport)
+    assert again == report
+    assert "seed 3, 40 s of load: PASS" in text and "1 LEASE_EXPIRED" in text
+    assert site.killed("web") == 1 and site.killed("worker") == 0  # a kill the load outlasted did not happen
+    assert site.ok and not msgspec.structs.replace(site, findings=["x"]).ok
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--seconds", "0"], "--seconds must be between 10 and 3600"),
+    (["--seconds", "5000"], "--seconds must be between 10 and 3600"),
+    (["--sites", "0"], "--sites must be at least 1"),
+    (["--sites", "11"], "--sites must be between 1 and 10"),
+    (["--workers", "1"], "--workers must be at least 2"),
+    (["--seed", "-1"], "--seed must not be negative"),
+])
+def test_bad_campaign_options_are_refused_in_one_line(argv: list[str], message: str,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["chaos", *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(message) and err.count("\n") == 1
