@@ -47,7 +47,7 @@ def test_the_widgets_token_is_verified_by_the_server(installed_site: tuple[Path,
     config = tmp_path / "site.toml"
     config.write_text(captcha_on)
     turnstile = template_module("tests/turnstile.py", "sitekit_turnstile")
-    with turnstile.Verifier() as verifier, dev_site(
+    with turnstile.Verifier(hostname="127.0.0.1") as verifier, dev_site(
         site_dir, python, "zeta9", tmp_path / "state",
         env={"SITE_CONFIG": str(config), "TURNSTILE_SECRET_KEY": turnstile.SECRET, "CAPTCHA_VERIFY_URL": verifier.url},
     ) as dev, sync_playwright() as playwright:

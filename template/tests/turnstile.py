@@ -1,7 +1,9 @@
 """A Turnstile-compatible verifier on loopback: a real HTTP server speaking Cloudflare's siteverify protocol.
 
 A site under test points ``CAPTCHA_VERIFY_URL`` at it. The token ``ok:<action>``
-passes for that action when the site sends ``secret``; anything else is refused.
+passes for that action when the site sends ``secret``, as solved on ``hostname`` (the
+site's own host); ``ok:<action>@<host>`` is a token solved on another host. Anything
+else is refused.
 Every form the site posted is kept in ``requests``. Used by the site's own
 tests and by the sitekit kit's browser test of the captcha widget.
 """
@@ -17,7 +19,7 @@ SECRET = "test-secret"
 
 
 class Verifier:
-    def __init__(self, secret: str = SECRET) -> None:
+    def __init__(self, hostname: str, secret: str = SECRET) -> None:
         self.requests: list[dict[str, list[str]]] = []
         verifier = self
 
@@ -27,7 +29,9 @@ class Verifier:
                 verifier.requests.append(form)
                 token = form.get("response", [""])[0]
                 ok = form.get("secret") == [secret] and token.startswith("ok:")
-                body = json.dumps({"success": ok, "action": token.removeprefix("ok:") if ok else None,
+                action, _, solved_on = token.removeprefix("ok:").partition("@")
+                body = json.dumps({"success": ok, "action": action if ok else None,
+                                   "hostname": (solved_on or hostname) if ok else None,
                                    "error-codes": [] if ok else ["invalid-input-response"]}).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")

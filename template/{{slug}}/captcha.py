@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 from typing import Literal
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -43,5 +44,8 @@ async def verify(settings: Settings, action: Action, token: str | None, remote_i
     if not isinstance(outcome, dict):
         log.warning("captcha verifier answered %d", response.status_code)
         raise Unavailable("The captcha check is unavailable. Please try again.")
-    if outcome.get("success") is not True or outcome.get("action") != action:
+    # A token solved on another site that shares our site key (or a page copied elsewhere)
+    # names that site's host: only a challenge served on this site's own origin counts.
+    if (outcome.get("success") is not True or outcome.get("action") != action
+            or outcome.get("hostname") != urlsplit(settings.origin).hostname):
         raise CaptchaFailed()
