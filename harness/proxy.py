@@ -130,7 +130,7 @@ def server_block(route: ProxyRoute, source: str) -> str:
         server_name {route.host};
         location / {{
             proxy_pass http://{route.upstream};
-            proxy_bind {source};                            # the one address the site trusts
+            proxy_bind {source};                           # the one address the site trusts
             proxy_http_version 1.1;
             proxy_set_header Connection "";
             proxy_set_header Host $http_host;
