@@ -2,6 +2,7 @@
 """Bootstrap for a fresh machine with only Python: make ``.venv``, install the kit, run a command.
 
     python3 kit.py verify [ARGS]   # python -m harness verify --sites 2 [ARGS]
+    python3 kit.py verify --proxy  # the production lane: 3 sites behind nginx over https (installs nginx, Chromium)
     python3 kit.py test [ARGS]     # python -m pytest -n auto [ARGS] (installs Chromium first where it can)
     python3 kit.py harness ARGS    # python -m harness ARGS (up, down, report, bench, ...)
 
@@ -23,6 +24,7 @@ VENV = ROOT / ".venv"
 PYTHON = VENV / "bin" / "python"
 STAMP = VENV / ".sitekit-installed"
 CHROMIUM = Path("/usr/bin/chromium")
+NGINX = Path("/usr/sbin/nginx")
 
 
 def ensure_venv() -> None:
@@ -41,21 +43,33 @@ def ensure_venv() -> None:
     STAMP.write_text(wanted)
 
 
-def ensure_chromium() -> None:
-    """The page tests drive Debian's Chromium (playwright never downloads a browser). Install it when
-    this machine can (root with apt-get); otherwise say what is missing: the page tests will fail."""
-    if CHROMIUM.exists():
+def ensure_debian_package(package: str, binary: Path, purpose: str) -> None:
+    """Install a Debian package when its binary is missing and this machine can (root with apt-get);
+    otherwise say what is missing."""
+    if binary.exists():
         return
     if os.geteuid() == 0 and shutil.which("apt-get"):
-        print("kit: installing Chromium for the page tests (apt-get install chromium)", flush=True)
+        print(f"kit: installing {package} for {purpose} (apt-get install {package})", flush=True)
         env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
         quiet = {"stdout": subprocess.DEVNULL, "env": env, "check": False}
-        if subprocess.run(["apt-get", "install", "-y", "-q", "chromium"], **quiet).returncode != 0:
+        if subprocess.run(["apt-get", "install", "-y", "-q", package], **quiet).returncode != 0:
             subprocess.run(["apt-get", "update", "-q"], **quiet)
-            subprocess.run(["apt-get", "install", "-y", "-q", "chromium"], **quiet)
-    if not CHROMIUM.exists():
-        print(f"kit: {CHROMIUM} is missing and could not be installed; the page tests will fail "
-              "(install Debian's chromium package)", file=sys.stderr, flush=True)
+            subprocess.run(["apt-get", "install", "-y", "-q", package], **quiet)
+    if not binary.exists():
+        print(f"kit: {binary} is missing and could not be installed; {purpose} will fail "
+              f"(install Debian's {package} package)", file=sys.stderr, flush=True)
+
+
+def ensure_chromium() -> None:
+    """The page tests drive Debian's Chromium (playwright never downloads a browser)."""
+    ensure_debian_package("chromium", CHROMIUM, "the page tests")
+
+
+def ensure_nginx() -> None:
+    """The production lane (verify --proxy) puts Debian's nginx in front of the sites. Only its
+    binary is used, run by the harness with its own configuration; a system nginx the package may
+    have started is neither needed nor touched."""
+    ensure_debian_package("nginx", NGINX, "verify --proxy")
 
 
 def main(argv: list[str]) -> int:
@@ -64,7 +78,12 @@ def main(argv: list[str]) -> int:
         return 2
     ensure_venv()
     command, rest = argv[0], argv[1:]
-    if command == "verify":
+    if command == "verify" and "--proxy" in rest:
+        ensure_nginx()
+        ensure_chromium()
+        os.environ["SITEKIT_REQUIRE_BROWSER"] = "1"  # the lane proves the pages in Chromium too: never a skip
+        args = ["-m", "harness", "verify", *rest]  # --sites: the harness's own default for the lane (3)
+    elif command == "verify":
         args = ["-m", "harness", "verify", *([] if "--sites" in rest else ["--sites", "2"]), *rest]
     elif command == "test":
         ensure_chromium()

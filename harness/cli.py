@@ -10,7 +10,7 @@ from pathlib import Path
 
 import msgspec
 
-from . import KIT_ROOT, report, stand, state
+from . import KIT_ROOT, proxy, report, stand, state
 
 
 def _default_state() -> Path:
@@ -19,7 +19,7 @@ def _default_state() -> Path:
 
 def cmd_up(args: argparse.Namespace) -> int:
     try:
-        sites = stand.up(Path(args.state), args.sites, counts=process_counts(args))
+        sites = stand.up(Path(args.state), args.sites, counts=process_counts(args), behind_proxy=args.proxy)
     except Exception:
         if state.sites_path(Path(args.state)).exists():
             stand.down(Path(args.state))
@@ -53,7 +53,7 @@ def verify_run(state_dir: Path, args: argparse.Namespace) -> tuple[bool, str]:
     from .verify import verify
 
     return verify(state_dir, args.sites, keep=args.keep, workers=args.pytest_workers, pytest_args=args.pytest_args,
-                  counts=process_counts(args))
+                  counts=process_counts(args), behind_proxy=args.proxy)
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -130,6 +130,11 @@ def chaos_problem(args: argparse.Namespace) -> str | None:
     return None
 
 
+def add_proxy_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--proxy", action="store_true",
+                        help="the production lane: every site behind nginx over https (a test CA), at least 3 sites")
+
+
 def add_process_options(parser: argparse.ArgumentParser, workers: int = 1) -> None:
     parser.add_argument("--web-processes", type=int, default=1, help="web processes per site (one port)")
     parser.add_argument("--workers", type=int, default=workers, help=f"worker processes per site (default {workers})")
@@ -141,9 +146,10 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     up = commands.add_parser("up", help="provision services, render, install and start N sites")
-    up.add_argument("--sites", type=int, default=2)
+    up.add_argument("--sites", type=int, default=None, help="default 2 (3 with --proxy)")
     up.add_argument("--state", required=True, help="folder for this run's state (sites.json, logs)")
     add_process_options(up)
+    add_proxy_option(up)
     up.set_defaults(handler=cmd_up)
 
     down = commands.add_parser("down", help="stop what `up` started and drop its databases and buckets")
@@ -151,11 +157,12 @@ def build_parser() -> argparse.ArgumentParser:
     down.set_defaults(handler=cmd_down)
 
     verify = commands.add_parser("verify", help="up + site_tests + report + down")
-    verify.add_argument("--sites", type=int, default=2)
+    verify.add_argument("--sites", type=int, default=None, help="default 2 (3 with --proxy)")
     verify.add_argument("--state", default=None, help="default: .state/runs/<timestamp>")
     verify.add_argument("--keep", action="store_true", help="leave the sites running afterwards")
     verify.add_argument("--pytest-workers", default="2", help="pytest-xdist workers for site_tests (default 2)")
     add_process_options(verify)
+    add_proxy_option(verify)
     verify.add_argument("pytest_args", nargs="*", help="extra pytest arguments after --, e.g. -- -k cookies")
     verify.set_defaults(handler=cmd_verify)
 
@@ -190,10 +197,16 @@ def main(argv: list[str] | None = None) -> int:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     for noisy in ("botocore", "aiobotocore", "pika", "copier", "plumbum", "httpx", "matplotlib"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
+    if getattr(args, "proxy", None) is not None and args.sites is None:
+        args.sites = proxy.MIN_SITES if args.proxy else 2
     for option in ("sites", "web_processes", "workers"):
         if getattr(args, option, 1) < 1:
             print(f"--{option.replace('_', '-')} must be at least 1", file=sys.stderr)
             return 2
+    if getattr(args, "proxy", False) and args.sites < proxy.MIN_SITES:
+        print(f"--proxy needs --sites {proxy.MIN_SITES} or more: sites on hosts of their own and two sharing one host",
+              file=sys.stderr)
+        return 2
     if args.command == "chaos" and (problem := chaos_problem(args)):
         print(problem, file=sys.stderr)
         return 2

@@ -13,6 +13,7 @@ from .chaos.results import ChaosReport
 from .chaos.results import summary as chaos_summary
 from .render import Provenance
 from .stand import RunInfo, SiteTimings
+from .state import ProxyRecord, ProxyRoute
 
 
 class Case(msgspec.Struct):
@@ -49,6 +50,19 @@ class SiteReport(msgspec.Struct):
     books: SiteBooks | None = None
 
 
+class ProxyLane(msgspec.Struct):
+    """``verify --proxy``: what stood in front of the sites, and the scenarios only this lane runs."""
+
+    kind: str
+    version: str
+    source: str  # the address it reached the sites from (their trusted_proxies)
+    routes: list[ProxyRoute]
+    checks: SiteTests  # site_tests/test_proxy.py
+
+
+PROXY_CASES = "site_tests.test_proxy::"
+
+
 class Report(msgspec.Struct):
     ok: bool
     run_id: str
@@ -62,6 +76,8 @@ class Report(msgspec.Struct):
     failure: str | None = None
     # the short fault campaign on the first site (also in chaos.json)
     chaos: ChaosReport | None = None
+    lane: str = "plain"  # or "proxy": every site behind a reverse proxy over https
+    proxy: ProxyLane | None = None
 
 
 def now() -> str:
@@ -132,9 +148,27 @@ def per_site(tests: TestResults, slug: str) -> SiteTests:
     return mine
 
 
+def proxy_lane(record: ProxyRecord | None, tests: TestResults) -> ProxyLane:
+    checks = SiteTests()
+    for case in tests.cases:
+        if case.name.startswith(PROXY_CASES):
+            if case.outcome == "passed":
+                checks.passed += 1
+            elif case.outcome == "skipped":
+                checks.skipped += 1
+            else:
+                checks.failed += 1
+            checks.seconds = round(checks.seconds + case.seconds, 1)
+    if record is None:  # the run failed before the proxy was planned
+        return ProxyLane(kind="?", version="?", source="?", routes=[], checks=checks)
+    return ProxyLane(kind=record.kind, version=record.version, source=record.source, routes=record.routes,
+                     checks=checks)
+
+
 def build(*, ok: bool, started_at: str, provenance: Provenance, services_mode: str, info: RunInfo | None,
           tests: TestResults, teardown: list[str], failure: str | None,
-          books: dict[str, SiteBooks] | None = None, chaos: ChaosReport | None = None) -> Report:
+          books: dict[str, SiteBooks] | None = None, chaos: ChaosReport | None = None,
+          proxy: ProxyLane | None = None) -> Report:
     sites = [
         SiteReport(slug=slug, answers=answers, timings=info.timings.get(slug, SiteTimings()),
                    tests=per_site(tests, slug), books=(books or {}).get(slug))
@@ -152,6 +186,8 @@ def build(*, ok: bool, started_at: str, provenance: Provenance, services_mode: s
         teardown=teardown,
         failure=failure,
         chaos=chaos,
+        lane="proxy" if proxy else "plain",
+        proxy=proxy,
     )
 
 
@@ -162,6 +198,7 @@ def summary(report: Report) -> str:
         f"sitekit harness run {report.run_id}: {'PASS' if report.ok else 'FAIL'}",
         f"  template {commit} (copier {p.copier_version}), services: {report.services}",
         f"  {report.started_at} -> {report.finished_at}",
+        *proxy_lines(report.proxy),
         "",
         "  site       render  install  migrate   start   tests (its own cases: passed/failed/skipped, time)",
     ]
@@ -190,6 +227,17 @@ def summary(report: Report) -> str:
         lines.append(f"  failure: {report.failure}")
     lines.append("  teardown: " + ("clean" if not report.teardown else "; ".join(report.teardown)))
     return "\n".join(lines) + "\n"
+
+
+def proxy_lines(lane: ProxyLane | None) -> list[str]:
+    if lane is None:
+        return []
+    c = lane.checks
+    lines = [f"  lane: proxy ({lane.kind} {lane.version}, TLS from a test CA, sites trust {lane.source} only)"]
+    lines += [f"    {route.slug:<9} {route.url} -> http://{route.upstream}" for route in lane.routes]
+    lines.append(f"    proxy scenarios (site_tests/test_proxy.py): {c.passed} passed, {c.failed} failed, "
+                 f"{c.skipped} skipped")
+    return lines
 
 
 def books_lines(site: SiteReport) -> list[str]:

@@ -6,12 +6,13 @@ import logging
 import secrets
 import shutil
 import time
+import tomllib
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import msgspec
 
-from . import processes, services, state
+from . import processes, proxy, services, state
 from .render import render_site, site_answers
 from .state import SiteRecord, SitesFile
 
@@ -48,17 +49,22 @@ def _timed(timings: SiteTimings, field: str, step):
         setattr(timings, field, round(getattr(timings, field) + time.monotonic() - started, 2))
 
 
-def _prepare_site(state_dir: Path, services_: state.Services, index: int, run_id: str,
-                  overrides: dict | None) -> tuple[SiteRecord, dict, SiteTimings, state.ServiceRecord]:
+def _prepare_site(state_dir: Path, services_: state.Services, index: int, run_id: str, overrides: dict | None,
+                  behind: state.ProxyRecord | None = None, public: tuple[str, int] | None = None,
+                  ) -> tuple[SiteRecord, dict, SiteTimings, state.ServiceRecord]:
     timings = SiteTimings()
     port = processes.free_port()
     answers = site_answers(index, run_id, port, overrides)
+    if public:  # behind the proxy the site's origin is its public https address
+        answers["origin"] = f"https://{public[0]}:{public[1]}"
     slug = answers["slug"]
     folder = state.site_folder(state_dir, slug)
     site_dir = folder / "site"
     _timed(timings, "render_s", lambda: render_site(answers, site_dir))
+    if behind:
+        proxy.trust_the_proxy(site_dir / "site.toml", behind.source)
     database_url = services.create_site_resources(services_, answers["database_name"], answers["bucket"])
-    proxy = services.start_fault_proxy(services_.s3.url, folder)
+    s3_proxy = services.start_fault_proxy(services_.s3.url, folder)
     python = _timed(
         timings, "install_s", lambda: processes.install_site(site_dir, folder / "venv", folder / "logs" / "install.log")
     )
@@ -66,7 +72,7 @@ def _prepare_site(state_dir: Path, services_: state.Services, index: int, run_id
         {
             "DATABASE_URL": database_url,
             "BROKER_URL": services_.broker.url,
-            "S3_ENDPOINT_URL": proxy.url,
+            "S3_ENDPOINT_URL": s3_proxy.url,
             "S3_ACCESS_KEY_ID": services_.s3.access_key_id,
             "S3_SECRET_ACCESS_KEY": services_.s3.secret_access_key,
             "S3_REGION": services_.s3.region,
@@ -80,28 +86,33 @@ def _prepare_site(state_dir: Path, services_: state.Services, index: int, run_id
     )
     if migrated.returncode != 0:
         raise StandError(f"{slug}: migrate failed: {migrated.stderr.strip()[-300:]}")
+    upstream = f"http://127.0.0.1:{port}"
+    https = answers["origin"].startswith("https://")
     record = SiteRecord(
         slug=slug,
         name=answers["site_name"],
-        base_url=f"http://127.0.0.1:{port}",
+        base_url=answers["origin"] if behind else upstream,
+        upstream_url=upstream,
         origin=answers["origin"],
-        cookie_name=f"{answers['auth_namespace']}_session",
+        # on an https origin the site names its cookie __Host-… (Secure, Path=/, no Domain)
+        cookie_name=f"{'__Host-' if https else ''}{answers['auth_namespace']}_session",
         database_url=database_url,
         broker_url=services_.broker.url,
         broker_namespace=answers["broker_namespace"],
         task_queue=answers["task_queue"],
         dead_queue=answers["dead_queue"],
-        s3_endpoint_url=proxy.url,
+        s3_endpoint_url=s3_proxy.url,
         bucket=answers["bucket"],
         object_prefix=answers["object_prefix"],
         site_dir=str(site_dir),
         venv_python=python,
+        ca_file=behind.ca_file if behind else "",
     )
-    return record, answers, timings, proxy
+    return record, answers, timings, s3_proxy
 
 
 def role_command(record: SiteRecord, role: str) -> list[str]:
-    port = record.base_url.rsplit(":", 1)[1]
+    port = record.upstream_url.rsplit(":", 1)[1]
     return {
         "web": ["serve", "--port", port, "--reuse-port"],
         "worker": ["worker", "--threads", str(WORKER_THREADS)],
@@ -140,7 +151,7 @@ def wait_started(record: SiteRecord, started: Started) -> None:
     log_path = Path(started.log_path)
     processes.wait_logged(log_path, started.offset, READY_LINE[started.role], started.pid)
     if started.role == "web":
-        processes.wait_ready(f"{record.base_url}/readyz", started.pid, log_path)
+        processes.wait_ready(f"{record.upstream_url}/readyz", started.pid, log_path)
 
 
 def start_roles(state_dir: Path, record: SiteRecord, roles: tuple[str, ...] = ROLES,
@@ -164,22 +175,30 @@ def stop_roles(record: SiteRecord, roles: tuple[str, ...] = ROLES, kill: bool = 
 
 
 def up(state_dir: Path, count: int, overrides: dict | None = None,
-       counts: state.ProcessCounts | None = None) -> SitesFile:
+       counts: state.ProcessCounts | None = None, behind_proxy: bool = False) -> SitesFile:
+    """Stand ``count`` sites up; with ``behind_proxy`` each is served through nginx over https
+    (harness/proxy.py) and started with the proxy as its only trusted one."""
     state_dir = Path(state_dir).resolve()
     state_dir.mkdir(parents=True, exist_ok=True)
     if state.sites_path(state_dir).exists():
         raise StandError(f"{state_dir} already holds a run; `down` it first or pick another --state")
     run_id = secrets.token_hex(3)
+    # Planned before anything starts: the sites are rendered with their public origins.
+    public = proxy.public_addresses(count) if behind_proxy else [None] * count
+    behind = (proxy.make_certificates(state_dir / "proxy", sorted({host for host, _ in public}))
+              if behind_proxy else None)
     provisioned = services.provision(state_dir)
-    sites = SitesFile(sites=[], services=provisioned, run_id=run_id, processes=counts or state.ProcessCounts())
+    sites = SitesFile(sites=[], services=provisioned, run_id=run_id, processes=counts or state.ProcessCounts(),
+                      proxy=behind)
     state.save(state_dir, sites)  # from here on, `down` can clean up whatever follows
     info = RunInfo(run_id=run_id, answers={}, timings={})
     with ThreadPoolExecutor(max_workers=min(count, 4)) as pool:
-        futures = [pool.submit(_prepare_site, state_dir, provisioned, i, run_id, overrides) for i in range(count)]
+        futures = [pool.submit(_prepare_site, state_dir, provisioned, i, run_id, overrides, behind, public[i])
+                   for i in range(count)]
         outcomes = [future.exception() or future.result() for future in futures]
     prepared = [o for o in outcomes if not isinstance(o, BaseException)]
-    for record, answers, timings, proxy in prepared:
-        provisioned.s3_proxies[record.slug] = proxy
+    for record, answers, timings, s3_proxy in prepared:
+        provisioned.s3_proxies[record.slug] = s3_proxy
         sites.sites.append(record)
         info.answers[record.slug] = answers
         info.timings[record.slug] = timings
@@ -189,8 +208,22 @@ def up(state_dir: Path, count: int, overrides: dict | None = None,
     for record, _, timings, _ in prepared:
         _timed(timings, "start_s", lambda record=record: start_roles(state_dir, record, counts=sites.processes))
         state.save(state_dir, sites)
+    if behind:
+        start_proxy(state_dir, sites, public)
     (state_dir / "run.json").write_bytes(msgspec.json.format(msgspec.json.encode(info), indent=2))
     return sites
+
+
+def start_proxy(state_dir: Path, sites: SitesFile, public: list[tuple[str, int]]) -> None:
+    """nginx in front of the running sites; returns once every site answers through it."""
+    behind = sites.proxy
+    behind.routes = proxy.routes_for(sites.sites, public)
+    largest = max(tomllib.loads((Path(s.site_dir) / "site.toml").read_text())["files"]["max_file_bytes"]
+                  for s in sites.sites)
+    process = proxy.spawn(state_dir / "proxy", behind, largest)
+    behind.pid = process.pid
+    state.save(state_dir, sites)  # the pid first: `down` stops it whatever happens next
+    proxy.wait_ready(behind, process)
 
 
 def load_run_info(state_dir: Path) -> RunInfo | None:
@@ -206,6 +239,8 @@ def down(state_dir: Path) -> list[str]:
     state_dir = Path(state_dir).resolve()
     sites = state.load(state_dir)
     problems: list[str] = []
+    if sites.proxy is not None:  # the front door closes first
+        proxy.stop(sites.proxy)
     for record in sites.sites:
         stop_roles(record, tuple(r for r in ("web", "worker") if getattr(record.pids, r)))
     for record in sites.sites:

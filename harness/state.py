@@ -22,7 +22,8 @@ class Pids(msgspec.Struct):
 class SiteRecord(msgspec.Struct):
     slug: str
     name: str
-    base_url: str
+    base_url: str  # where clients reach the site: its own port, or the proxy's https address (--proxy)
+    upstream_url: str  # where the site's web processes listen (the proxy's upstream)
     origin: str
     cookie_name: str
     database_url: str
@@ -35,6 +36,8 @@ class SiteRecord(msgspec.Struct):
     object_prefix: str
     site_dir: str
     venv_python: str
+    # the CA that signed the proxy's certificate (clients trust it); empty on plain http
+    ca_file: str = ""
     pids: Pids = msgspec.field(default_factory=Pids)
     logs: dict[str, str] = msgspec.field(default_factory=dict)
 
@@ -69,12 +72,42 @@ class ProcessCounts(msgspec.Struct):
     worker: int = 1
 
 
+class ProxyRoute(msgspec.Struct, frozen=True):
+    """One site behind the proxy: https://host:port/ is served by the site's web processes at ``upstream``."""
+
+    slug: str
+    host: str  # a loopback address of its own (or one shared by two sites on different ports)
+    port: int
+    upstream: str  # host:port
+
+    @property
+    def url(self) -> str:
+        return f"https://{self.host}:{self.port}"
+
+
+class ProxyRecord(msgspec.Struct, omit_defaults=True):
+    """The production lane's reverse proxy (``verify --proxy``); ``pid`` is set once it runs."""
+
+    kind: str  # "nginx"
+    version: str
+    source: str  # the address it connects to the sites from: their [web] trusted_proxies
+    ca_file: str
+    cert_file: str
+    key_file: str
+    spki: str  # base64 SHA-256 of the certificate's public key, the one key Chromium is told to accept
+    routes: list[ProxyRoute]
+    config: str = ""
+    log: str = ""
+    pid: int | None = None
+
+
 class SitesFile(msgspec.Struct):
     sites: list[SiteRecord]
     services: Services
     run_id: str = ""
     # processes per site; web processes share the site's port (SO_REUSEPORT)
     processes: ProcessCounts = msgspec.field(default_factory=ProcessCounts)
+    proxy: ProxyRecord | None = None  # verify --proxy: every site behind it
 
 
 def sites_path(state_dir: Path) -> Path:

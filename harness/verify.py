@@ -29,8 +29,11 @@ PHASES = [
 ]
 
 
-def run_site_tests(state_dir: Path, workers: int | str, sites: int, extra: list[str] | None = None) -> int:
+def run_site_tests(state_dir: Path, workers: int | str, sites: int, extra: list[str] | None = None,
+                   ca_file: str | None = None) -> int:
     env = {**os.environ, "SITEKIT_STATE": str(state_dir)}
+    if ca_file:  # playwright's Node side (a page's API requests) trusts the run's CA, as httpx clients do
+        env["NODE_EXTRA_CA_CERTS"] = ca_file
     worst = 0
     for junit, selection in PHASES:
         argv = [
@@ -49,7 +52,8 @@ def run_site_tests(state_dir: Path, workers: int | str, sites: int, extra: list[
 
 
 def verify(state_dir: Path, count: int, *, keep: bool, workers: int | str, pytest_args: list[str] | None = None,
-           overrides: dict | None = None, counts: state.ProcessCounts | None = None) -> tuple[bool, str]:
+           overrides: dict | None = None, counts: state.ProcessCounts | None = None,
+           behind_proxy: bool = False) -> tuple[bool, str]:
     state_dir = Path(state_dir).resolve()
     started_at = report.now()
     origin = provenance()
@@ -59,10 +63,12 @@ def verify(state_dir: Path, count: int, *, keep: bool, workers: int | str, pytes
     services_mode = "?"
     site_books: dict[str, books.SiteBooks] = {}
     chaos: chaos_results.ChaosReport | None = None
+    front: state.ProxyRecord | None = None
     try:
-        sites = stand.up(state_dir, count, overrides, counts)
-        services_mode = sites.services.mode
-        tests_rc = run_site_tests(state_dir, workers, len(sites.sites), pytest_args)
+        sites = stand.up(state_dir, count, overrides, counts, behind_proxy=behind_proxy)
+        services_mode, front = sites.services.mode, sites.proxy
+        tests_rc = run_site_tests(state_dir, workers, len(sites.sites), pytest_args,
+                                  ca_file=front.ca_file if front else None)
         chaos = campaign(state_dir, [sites.sites[0].slug], CHAOS_SECONDS, CHAOS_SEED)
         chaos_results.write(state_dir, chaos)
         site_books = books.check_books(state_dir)
@@ -78,7 +84,12 @@ def verify(state_dir: Path, count: int, *, keep: bool, workers: int | str, pytes
         ok, failure = False, "no site test ran"
     ok = ok and bool(site_books) and all(b.ok for b in site_books.values())
     ok = ok and chaos is not None and chaos.ok
+    lane = report.proxy_lane(front, results) if behind_proxy else None
+    # The proxy-only scenarios skip outside this lane; here every one of them must run and pass
+    # (unless extra pytest arguments chose other scenarios).
+    if lane is not None and (lane.checks.failed or lane.checks.skipped or not (lane.checks.passed or pytest_args)):
+        ok, failure = False, failure or "the proxy scenarios (site_tests/test_proxy.py) did not all pass"
     built = report.build(ok=ok, started_at=started_at, provenance=origin, services_mode=services_mode,
                          info=stand.load_run_info(state_dir), tests=results, teardown=teardown, failure=failure,
-                         books=site_books, chaos=chaos)
+                         books=site_books, chaos=chaos, proxy=lane)
     return ok, report.write(state_dir, built)

@@ -20,6 +20,7 @@ from harness import KIT_ROOT
 from harness.state import SiteRecord
 
 from .client import PASSWORD
+from .conftest import RUN
 
 CHROMIUM = Path(os.environ.get("SITEKIT_CHROMIUM", "/usr/bin/chromium"))
 # Chromium's own calls home are refused on a closed network; these keep it quiet.
@@ -41,7 +42,12 @@ def require_chromium() -> None:
 
 
 def launch(playwright: Playwright) -> Browser:
-    return playwright.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+    args = list(ARGS)
+    if RUN.proxy is not None:
+        # Behind the proxy (verify --proxy) Chromium accepts the run's one server key and no other
+        # untrusted certificate: pinning it is a flag, where trusting the CA would take an NSS store.
+        args.append(f"--ignore-certificate-errors-spki-list={RUN.proxy.spki}")
+    return playwright.chromium.launch(executable_path=str(CHROMIUM), args=args)
 
 
 class Console:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import httpx
 
+from harness.proxy import tls_verify
 from harness.state import SiteRecord
 
 PASSWORD = "site tests password 1"
@@ -24,6 +25,7 @@ class SiteClient(httpx.Client):
             cookies=cookies,
             timeout=30,
             follow_redirects=False,
+            verify=tls_verify(site),  # behind the proxy (verify --proxy): the run's test CA
         )
         self.site = site
         self.account: dict | None = None

@@ -20,6 +20,7 @@ import requests
 import schemathesis
 from hypothesis import HealthCheck, settings
 
+from harness.proxy import tls_verify
 from harness.state import SiteRecord
 
 from .client import PASSWORD
@@ -32,7 +33,7 @@ EXAMPLES_PER_OPERATION = 30
 def _session(site: SiteRecord) -> requests.Session:
     email = f"fuzz-{secrets.token_hex(5)}@example.com"
     response = httpx.post(f"{site.base_url}/api/auth/register", json={"email": email, "password": PASSWORD},
-                          headers={"Origin": site.origin})
+                          headers={"Origin": site.origin}, verify=tls_verify(site))
     assert response.status_code == 201, response.text
     session = requests.Session()
     session.headers["Origin"] = site.origin
@@ -42,7 +43,7 @@ def _session(site: SiteRecord) -> requests.Session:
 
 def _fuzz_test(site: SiteRecord):
     schema = (
-        schemathesis.openapi.from_url(f"{site.base_url}/schema/openapi.json")
+        schemathesis.openapi.from_url(f"{site.base_url}/schema/openapi.json", verify=site.ca_file or True)
         .exclude(path="/api/auth/logout")
         .exclude(path="/api/me/password")
         .exclude(method="DELETE", path="/api/me")
@@ -57,7 +58,7 @@ def _fuzz_test(site: SiteRecord):
     @settings(max_examples=EXAMPLES_PER_OPERATION, deadline=None, derandomize=True, database=None,
               suppress_health_check=list(HealthCheck))
     def test(case) -> None:
-        response = case.call(base_url=site.base_url, session=session, timeout=30)
+        response = case.call(base_url=site.base_url, session=session, timeout=30, verify=site.ca_file or True)
         seen[f"{case.method} {case.path} {response.status_code}"] += 1
         out.write_text(json.dumps({"cases": sum(seen.values()), "outcomes": dict(sorted(seen.items()))}, indent=1))
         assert response.status_code < 500, (case.method, case.path, response.status_code, response.text[:300])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
+from harness.proxy import tls_verify
 from harness.state import SiteRecord
 
 from .client import PASSWORD, SiteClient, error_code
@@ -15,7 +16,8 @@ def test_mutation_without_the_sites_origin_is_refused(user: SiteClient, site: Si
     headers = {k: v for k, v in user.headers.items() if k.lower() != "origin"}
     if origin:
         headers["Origin"] = origin
-    with httpx.Client(base_url=site.base_url, cookies=user.cookies, headers=headers) as bare:
+    with httpx.Client(base_url=site.base_url, cookies=user.cookies, headers=headers,
+                      verify=tls_verify(site)) as bare:
         for path, body in (
             ("/api/auth/register", {"email": "x@example.com", "password": PASSWORD}),
             ("/api/auth/login", {"email": user.account["email"], "password": PASSWORD}),

@@ -10,6 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from harness.proxy import tls_verify
 from harness.state import SiteRecord, SitesFile
 
 from . import db
@@ -34,7 +35,7 @@ def test_two_hundred_tasks_across_web_processes_run_exactly_once(site: SiteRecor
     def submit(job: tuple[str, str, bytes]) -> tuple[str, bytes]:
         token, file_id, data = job
         # A new connection for every request, so the kernel spreads them over the web processes.
-        with httpx.Client(base_url=site.base_url, headers={"Origin": site.origin},
+        with httpx.Client(base_url=site.base_url, headers={"Origin": site.origin}, verify=tls_verify(site),
                           cookies={site.cookie_name: token}, timeout=30) as fresh:
             response = fresh.post("/api/tasks", json={
                 "requestKey": str(uuid.uuid4()), "processor": "text-normalize", "fileId": file_id,
@@ -69,7 +70,8 @@ def test_two_hundred_tasks_across_web_processes_run_exactly_once(site: SiteRecor
         assert tokens[file_id] == token
     # Every download byte-exact, through the HTTP API as the owner sees it.
     for (task_id, data), (token, _, _) in zip(submitted, jobs, strict=True):
-        with httpx.Client(base_url=site.base_url, cookies={site.cookie_name: token}, timeout=30) as owner:
+        with httpx.Client(base_url=site.base_url, cookies={site.cookie_name: token}, timeout=30,
+                          verify=tls_verify(site)) as owner:
             result = owner.get(f"/api/tasks/{task_id}").json()["result"]
             expected = data.replace(b"\r\n", b"\n").replace(b"  \n", b"\n").removesuffix(b"\t")
             assert owner.get(f"/api/files/{result['fileId']}/content").content == expected

@@ -74,7 +74,8 @@ def test_state_round_trip(tmp_path: Path) -> None:
         s3=state.S3Record(kind="s3", url="http://x", access_key_id="k", secret_access_key="s"),
     )
     site = state.SiteRecord(
-        slug="alpha", name="A", base_url="http://127.0.0.1:1", origin="http://127.0.0.1:1",
+        slug="alpha", name="A", base_url="http://127.0.0.1:1", upstream_url="http://127.0.0.1:1",
+        origin="http://127.0.0.1:1",
         cookie_name="alpha_session", database_url="postgresql://x/a", broker_url="redis://x",
         broker_namespace="ns", task_queue="q", dead_queue="d", s3_endpoint_url="http://x", bucket="b",
         object_prefix="p", site_dir="/s", venv_python="/v/bin/python",
@@ -83,9 +84,9 @@ def test_state_round_trip(tmp_path: Path) -> None:
     raw = msgspec.json.decode(state.sites_path(tmp_path).read_bytes())
     assert set(raw) >= {"sites", "services"}
     assert list(raw["sites"][0]) == [
-        "slug", "name", "base_url", "origin", "cookie_name", "database_url", "broker_url", "broker_namespace",
-        "task_queue", "dead_queue", "s3_endpoint_url", "bucket", "object_prefix", "site_dir", "venv_python",
-        "pids", "logs",
+        "slug", "name", "base_url", "upstream_url", "origin", "cookie_name", "database_url", "broker_url",
+        "broker_namespace", "task_queue", "dead_queue", "s3_endpoint_url", "bucket", "object_prefix", "site_dir",
+        "venv_python", "ca_file", "pids", "logs",
     ]
     assert raw["sites"][0]["pids"] == {"web": [], "worker": []}
     assert state.load(tmp_path).sites[0] == site

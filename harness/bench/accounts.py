@@ -15,6 +15,7 @@ from pathlib import Path
 import asyncpg
 import httpx
 
+from harness.proxy import tls_verify
 from harness.state import SiteRecord
 
 from .measure import BenchError
@@ -66,7 +67,8 @@ class Account:
 
 
 def site_client(site: SiteRecord) -> httpx.AsyncClient:
-    return httpx.AsyncClient(base_url=site.base_url, headers={"Origin": site.origin}, timeout=60)
+    return httpx.AsyncClient(base_url=site.base_url, headers={"Origin": site.origin}, timeout=60,
+                             verify=tls_verify(site))
 
 
 async def open_account(site: SiteRecord, index: int) -> Account:

@@ -13,7 +13,7 @@ import httpx
 from harness.state import SiteRecord
 
 from .checks import Outcome, TaskRow
-from .load import Account, Submitted, retry_after, submit_body
+from .load import GATEWAY_ERRORS, Account, Submitted, retry_after, submit_body
 
 ROWS = """
 SELECT t.id::text, t.request_key::text, t.status, t.error_code, t.attempt_count, t.max_attempts,
@@ -40,6 +40,9 @@ async def _answer(call: Callable[[], Awaitable[httpx.Response]]) -> httpx.Respon
         try:
             response = await call()
         except httpx.TransportError:
+            await asyncio.sleep(0.5)
+            continue
+        if response.status_code in GATEWAY_ERRORS:  # behind a proxy: the site's connection was dropped
             await asyncio.sleep(0.5)
             continue
         if response.status_code != 429:

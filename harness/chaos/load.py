@@ -3,9 +3,10 @@
 Each account keeps ``in_flight`` tasks active (below the site's ``max_active``),
 polls them until they end and submits the next. A submit that got no answer —
 the connection was refused or cut because the web process died — is sent
-again with the same request key until an answer comes; so is a 503. A 429
-backs off and sends again. Every request key sent is recorded with what its
-task must produce.
+again with the same request key until an answer comes; so is a 503. Behind a
+reverse proxy (``verify --proxy``) the proxy answers 502 or 504 in place of the
+refused or cut connection: the same lost response. A 429 backs off and sends
+again. Every request key sent is recorded with what its task must produce.
 """
 
 from __future__ import annotations
@@ -33,6 +34,9 @@ BACKOFF_LIMIT = 5.0  # the longest a 429 is waited out at once (it says 60 s)
 # After the load ends, a submit without an answer is sent again for this long (a web
 # restart on a loaded machine takes seconds, not minutes).
 ANSWER_GRACE = 120.0
+# A reverse proxy's own answer when the site gave none (refused or cut): a lost response. The sites
+# themselves never answer these.
+GATEWAY_ERRORS = frozenset({502, 504})
 
 
 class LoadError(RuntimeError):
@@ -135,10 +139,13 @@ async def _send_until_answered(account: Account, request: Submitted, stats: Load
         try:
             response = await account.http.post("/api/tasks", json=submit_body(request))
         except httpx.TransportError as error:
+            response, cut = None, not isinstance(error, httpx.ConnectError | httpx.ConnectTimeout)
+        else:
+            cut = False  # the proxy cannot tell us whether the site refused the connection or cut it
+        if response is None or response.status_code in GATEWAY_ERRORS:
             request.lost += 1
             stats.resends += 1
-            if not isinstance(error, httpx.ConnectError | httpx.ConnectTimeout):
-                stats.cut += 1
+            stats.cut += cut
             if time.monotonic() > give_up_at:
                 findings.append(f"request {request.request_key}: no answer after {request.lost} sends")
                 return None
@@ -173,6 +180,8 @@ async def poll(account: Account, active: dict[str, Submitted], findings: list[st
         try:
             response = await account.http.get(f"/api/tasks/{task_id}")
         except httpx.TransportError:
+            return
+        if response.status_code in GATEWAY_ERRORS:
             return
         if response.status_code == 200:
             if response.json()["status"] in TERMINAL:

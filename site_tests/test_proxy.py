@@ -1,0 +1,152 @@
+"""The production lane (``verify --proxy``): every site behind nginx over https, trusting it alone.
+
+What the proxy changes for a site: its session cookie (``__Host-``, Secure) and HSTS; the client
+address it throttles by, which must be the real client's seen through the proxy; and an
+``X-Forwarded-For`` from anyone but the proxy, which must not be believed. The client address is
+observed where the site keeps it: the keys of its ``login_throttle`` rows (``register:<address>``),
+read with SQL, and the answers of its per-address throttles.
+
+Clients pick their loopback source address (httpx's ``local_address``), one set per scenario, so
+parallel scenarios never share a throttle bucket. Outside the proxy lane these scenarios skip; in
+it the harness fails the run unless every one of them passed.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable
+from urllib.parse import urlsplit
+
+import httpx
+import pytest
+
+from harness.proxy import tls_verify
+from harness.state import SiteRecord, SitesFile
+
+from . import db
+from .client import PASSWORD, error_code, policy
+from .conftest import RUN
+
+pytestmark = pytest.mark.skipif(RUN.proxy is None, reason="the production lane only (verify --proxy)")
+
+FORGED = "203.0.113.7"  # TEST-NET-3: an address no client of the run has
+
+
+def client_from(site: SiteRecord, address: str, *, direct: bool = False,
+                forwarded_for: str | None = None) -> httpx.Client:
+    """A client connecting from loopback ``address``: through the proxy, or ``direct`` to the site's
+    own port, as an attacker on the site's network would (sending the site's Origin either way)."""
+    headers = {"Origin": site.origin}
+    if forwarded_for:
+        headers["X-Forwarded-For"] = forwarded_for
+    if direct:
+        return httpx.Client(base_url=site.upstream_url, headers=headers, timeout=30,
+                            transport=httpx.HTTPTransport(local_address=address))
+    return httpx.Client(base_url=site.base_url, headers=headers, timeout=30,
+                        transport=httpx.HTTPTransport(verify=tls_verify(site), local_address=address))
+
+
+def registrations_from(site: SiteRecord, address: str) -> int:
+    """How many registrations the site counted for ``address`` (its throttle's own rows)."""
+    return db.fetchval(site, "SELECT coalesce(sum(count), 0) FROM login_throttle WHERE key = $1",
+                       f"register:{address}")
+
+
+def register(client: httpx.Client, site: SiteRecord) -> str:
+    email = f"{site.slug}-{secrets.token_hex(5)}@example.com"
+    response = client.post("/api/auth/register", json={"email": email, "password": PASSWORD})
+    assert response.status_code == 201, response.text
+    return email
+
+
+def login(client: httpx.Client, email: str, password: str = "not the password") -> int:
+    return client.post("/api/auth/login", json={"email": email, "password": password}).status_code
+
+
+def in_one_window(site: SiteRecord, scenario: Callable[[], None]) -> None:
+    """Run ``scenario`` (which counts attempts) within one of the throttle's 15-minute windows; if
+    the window turned while it ran the counts were split, so it runs once more, on fresh accounts."""
+    window = "SELECT date_bin('15 minutes', now(), TIMESTAMPTZ '2000-01-01')"
+    for _ in range(2):
+        started = db.fetchval(site, window)
+        try:
+            scenario()
+            return
+        except AssertionError:
+            if db.fetchval(site, window) == started:
+                raise
+
+
+def test_the_session_cookie_is_host_prefixed_and_secure(site: SiteRecord) -> None:
+    namespace = policy(site)["site"]["auth_namespace"]
+    assert site.base_url.startswith("https://") and site.cookie_name == f"__Host-{namespace}_session"
+    with client_from(site, "127.0.2.1") as client:
+        response = client.post("/api/auth/register", json={
+            "email": f"{site.slug}-{secrets.token_hex(5)}@example.com", "password": PASSWORD})
+        assert response.status_code == 201, response.text
+        cookie = next(c for c in response.headers.get_list("set-cookie") if c.startswith(f"{site.cookie_name}="))
+        pairs = (part.partition("=") for part in cookie.split(";")[1:])
+        attributes = {name.strip().lower(): value for name, _, value in pairs}
+        assert {"secure", "httponly"} <= set(attributes) and "domain" not in attributes, cookie
+        assert attributes["path"] == "/" and attributes["samesite"].lower() == "lax", cookie
+        assert response.headers["strict-transport-security"].startswith("max-age=")
+        assert client.get("/api/me").status_code == 200  # the cookie comes back over https
+
+
+def test_the_site_sees_the_real_client_through_the_proxy(site: SiteRecord) -> None:
+    # The client's own X-Forwarded-For is a lie the proxy drops: it sends the peer it saw.
+    with client_from(site, "127.0.2.2", forwarded_for=FORGED) as client:
+        register(client, site)
+    assert registrations_from(site, "127.0.2.2") == 1
+    assert registrations_from(site, FORGED) == 0
+    assert registrations_from(site, RUN.proxy.source) == 0  # not the proxy's own address either
+
+
+def test_a_forged_forwarded_for_sent_straight_to_the_site_is_not_believed(site: SiteRecord) -> None:
+    with client_from(site, "127.0.2.3", direct=True, forwarded_for=FORGED) as forger:
+        register(forger, site)
+    assert registrations_from(site, "127.0.2.3") == 1
+    assert registrations_from(site, FORGED) == 0
+    per_account = policy(site)["auth"]["login_attempts_per_account"]
+
+    def scenario() -> None:
+        with client_from(site, "127.0.2.4") as owner:
+            email = register(owner, site)
+            # A fresh forged address on every guess: were the header believed, each would be a new client.
+            statuses = []
+            for guess in range(per_account + 1):
+                with client_from(site, "127.0.2.5", direct=True, forwarded_for=f"198.51.100.{guess + 1}") as forger:
+                    statuses.append(login(forger, email))
+            assert statuses == [401] * per_account + [429], statuses  # one bucket: the peer's own
+            assert login(owner, email, PASSWORD) == 200  # the owner, through the proxy, is still heard
+
+    in_one_window(site, scenario)
+
+
+def test_throttles_count_per_real_client(site: SiteRecord) -> None:
+    per_account = policy(site)["auth"]["login_attempts_per_account"]
+
+    def scenario() -> None:
+        with (client_from(site, "127.0.2.6") as owner, client_from(site, "127.0.2.7") as stranger,
+              client_from(site, "127.0.2.8") as another):
+            email = register(owner, site)
+            statuses = [login(stranger, email) for _ in range(per_account + 1)]
+            assert statuses == [401] * per_account + [429], statuses
+            locked = stranger.post("/api/auth/login", json={"email": email, "password": PASSWORD})
+            assert locked.status_code == 429 and error_code(locked) == "RATE_LIMITED"
+            assert login(another, email) == 401  # another client has a bucket of its own
+            assert login(owner, email, PASSWORD) == 200
+
+    in_one_window(site, scenario)
+
+
+def test_sites_have_hosts_of_their_own_and_two_share_one(run: SitesFile) -> None:
+    hosts = [urlsplit(site.base_url) for site in run.sites]
+    assert all(site.origin == site.base_url for site in run.sites)
+    assert len({(h.hostname, h.port) for h in hosts}) == len(run.sites)  # an origin each
+    per_host = {name: [h for h in hosts if h.hostname == name] for name in {h.hostname for h in hosts}}
+    shared = [same for same in per_host.values() if len(same) > 1]
+    assert len(shared) == 1 and len(shared[0]) == 2  # one pair: one host, two ports
+    assert len(per_host) == len(run.sites) - 1  # every other site on a host of its own
+    # the sites listen where only the proxy (and the scenarios above, on purpose) reach them
+    assert all(urlsplit(site.upstream_url).hostname == "127.0.0.1" for site in run.sites)
