@@ -21,7 +21,7 @@ SERVER_SETTINGS = {
 # The database is busy, slow or out of reach right now — the request itself is fine and may be
 # sent again as it is: a lock or statement timeout (lock_timeout / statement_timeout above), a
 # connection the server ended or refused, no connection slot, the client side of a lost
-# connection, a socket error or timeout while connecting or acquiring. Requests answer these
+# connection, a socket error or timeout while connecting or acquiring (ACQUIRE_TIMEOUT below). Requests answer these
 # with 503 UNAVAILABLE (web/errors.py); work that already committed logs them and leaves the
 # rest to maintenance (tasks/delivery.py, files/deletion.py).
 UNAVAILABLE_ERRORS: tuple[type[BaseException], ...] = (
@@ -33,6 +33,20 @@ UNAVAILABLE_ERRORS: tuple[type[BaseException], ...] = (
     OSError,
     TimeoutError,
 )
+
+
+# How long a request waits for a pooled connection before it answers 503 UNAVAILABLE: when
+# every connection is held (a lock wait, a slow statement, a flood), queueing without end
+# would stall every request of the process behind them; shorter than lock_timeout, so a
+# full pool is reported before the waits that fill it end.
+ACQUIRE_TIMEOUT = 5.0
+
+
+class Pool(asyncpg.Pool):
+    """asyncpg's pool whose ``acquire`` gives up after ``ACQUIRE_TIMEOUT`` unless told otherwise."""
+
+    def acquire(self, *, timeout: float | None = ACQUIRE_TIMEOUT):
+        return super().acquire(timeout=timeout)
 
 
 async def _init_connection(conn: asyncpg.Connection) -> None:
@@ -53,11 +67,17 @@ async def _keep_session(conn: asyncpg.Connection) -> None:
 
 
 async def create_pool(dsn: str, *, min_size: int = 1, max_size: int = 10,
-                      server_settings: dict[str, str] = SERVER_SETTINGS) -> asyncpg.Pool:
-    return await asyncpg.create_pool(
+                      server_settings: dict[str, str] = SERVER_SETTINGS) -> Pool:
+    # asyncpg.create_pool takes no pool class; these are its own defaults for the rest.
+    return await Pool(
         dsn,
         min_size=min_size,
         max_size=max_size,
+        max_queries=50000,
+        max_inactive_connection_lifetime=300.0,
+        loop=None,
+        connection_class=asyncpg.Connection,
+        record_class=asyncpg.Record,
         server_settings=server_settings,
         init=_init_connection,
         reset=_keep_session,
