@@ -57,10 +57,14 @@ MediaType = Annotated[str, Meta(pattern=r"^[a-z0-9!#$&^_.+-]+/[a-z0-9!#$&^_.+-]+
 
 class FilesPolicy(Struct, forbid_unknown_fields=True, frozen=True):
     enabled: bool = True
-    # Uploads are received in memory before they are stored, hence the cap.
+    # A task's processor reads its whole input into memory, hence the cap (uploads stream to disk).
     max_file_bytes: Annotated[int, Meta(ge=1, le=64 * 1024 * 1024)] = 1024 * 1024
     quota_bytes: Positive = 20 * 1024 * 1024
     ttl_hours: Annotated[int, Meta(ge=1, le=87600)] = 168
+    # Bodies being received at once by one web process (more answer 503 BUSY), and how long
+    # one may take to arrive in full (a slower one answers 408 UPLOAD_TIMEOUT).
+    concurrent_uploads: Annotated[int, Meta(ge=1, le=256)] = 8
+    receive_seconds: Annotated[int, Meta(ge=1, le=3600)] = 120
     allowed_types: Annotated[list[MediaType], Meta(min_length=1)] = msgspec.field(
         default_factory=lambda: list(DEFAULT_FILE_TYPES)
     )

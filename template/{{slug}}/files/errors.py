@@ -31,6 +31,25 @@ class FileTooLarge(FileError):
     default_message = "The file is larger than this site allows."
 
 
+class UploadsBusy(FileError):
+    """This web process already receives ``[files] concurrent_uploads`` bodies."""
+
+    code = "BUSY"
+    status = 503
+    default_message = "Too many uploads are in progress. Please try again in a moment."
+
+    def headers(self) -> dict[str, str]:
+        return {"Retry-After": "1"}
+
+
+class UploadTooSlow(FileError):
+    """The body did not arrive in full within ``[files] receive_seconds``."""
+
+    code = "UPLOAD_TIMEOUT"
+    status = 408
+    default_message = "The upload took too long to arrive. Please try again."
+
+
 class QuotaExceeded(FileError):
     code = "QUOTA_EXCEEDED"
     status = 409

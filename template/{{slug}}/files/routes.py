@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import codecs
 from typing import Annotated
@@ -9,21 +10,22 @@ from uuid import UUID
 
 import msgspec
 from litestar import Controller, Request, Response, delete, get, post
-from litestar.datastructures import UploadFile
 from litestar.params import FromPath, QueryParameter
 from litestar.response import Stream
 from litestar.status_codes import HTTP_201_CREATED, HTTP_202_ACCEPTED, HTTP_204_NO_CONTENT
 
 from ..runtime import Runtime
+from ..settings import FilesPolicy
 from ..web.dependencies import CurrentAccount, SiteRuntime
 from ..web.paging import PAGE_SIZE, Cursor, decode_cursor, next_cursor
 from . import store
 from .deletion import delete_file
-from .errors import FileContentLost, FileRejected, FilesDisabled, FilesNotConfigured
+from .body import receive_form, receive_raw
+from .errors import FileContentLost, FilesDisabled, FilesNotConfigured, UploadsBusy, UploadTooSlow
 from .names import clean_content_type, clean_name, content_disposition
 from .objects import ObjectMissing
 from .store import FileOut
-from .uploads import Received, object_store, receive, store_upload
+from .uploads import check_headroom, object_store, store_upload
 
 PREVIEW_BYTES = 64 * 1024
 MULTIPART_OVERHEAD = 64 * 1024
@@ -49,43 +51,47 @@ def require_storage(runtime: Runtime) -> None:
         raise FilesNotConfigured()
 
 
-async def _multipart(request: Request, limit: int) -> tuple[str | None, str | None, Received]:
-    form = await request.form()
-    upload = form.get("file")
-    if not isinstance(upload, UploadFile):
-        raise FileRejected("Send the file in a form field named 'file'.")
-
-    async def chunks():
-        while chunk := await upload.read(64 * 1024):
-            yield chunk
-
-    received = await receive(chunks(), limit)
-    name = form.get("name") if isinstance(form.get("name"), str) else upload.filename
-    return name, upload.content_type, received
-
-
-def upload_route(max_file_bytes: int):
-    """The upload handler, with a body limit of the site's maximum file size (plus form overhead)."""
+def upload_route(policy: FilesPolicy):
+    """The upload handler, with a body limit of the site's maximum file size (plus form overhead)
+    and this process's share of concurrent uploads."""
+    receiving = asyncio.Semaphore(policy.concurrent_uploads)
 
     @post("/api/files", status_code=HTTP_201_CREATED, tags=["files"],
-          request_max_body_size=max_file_bytes + MULTIPART_OVERHEAD)
+          request_max_body_size=policy.max_file_bytes + MULTIPART_OVERHEAD)
     async def upload_file(request: Request, account: CurrentAccount, runtime: SiteRuntime,
                           name: Annotated[str | None, QueryParameter(max_length=1024)] = None) -> FileOut:
         """Store a file: raw body (``?name=`` + Content-Type) or a multipart form (field ``file``)."""
-        policy = runtime.settings.policy.files
         if not policy.enabled:
             raise FilesDisabled()
         require_storage(runtime)
-        if request.content_type[0] == "multipart/form-data":
-            form_name, content_type, received = await _multipart(request, policy.max_file_bytes)
-            name = name or form_name
-        else:
-            content_type = request.headers.get("content-type")
-            clean_content_type(content_type, policy.allowed_types)  # refuse before reading the body
-            received = await receive(request.stream(), policy.max_file_bytes)
-        return await store_upload(
-            runtime, account.id, clean_name(name), clean_content_type(content_type, policy.allowed_types), received
-        )
+        form = request.content_type[0] == "multipart/form-data"
+        header = request.headers.get("content-type") or ""
+        if not form:
+            clean_content_type(header, policy.allowed_types)  # refuse before reading the body
+        length = request.headers.get("content-length", "")
+        if length.isdigit() and int(length) > 0:
+            # A form's file is at least its body less the room the other fields may take.
+            announced = int(length)
+            await check_headroom(runtime, account.id, max(announced - MULTIPART_OVERHEAD, 1) if form else announced)
+        if receiving.locked():
+            raise UploadsBusy()
+        async with receiving:
+            try:
+                async with asyncio.timeout(policy.receive_seconds):
+                    if form:
+                        received = await receive_form(request.stream(), header, policy.max_file_bytes)
+                        name, content_type = name or received.name, received.content_type
+                        body = received.received
+                    else:
+                        body, content_type = await receive_raw(request.stream(), policy.max_file_bytes), header
+            except TimeoutError:
+                raise UploadTooSlow() from None
+        try:
+            return await store_upload(
+                runtime, account.id, clean_name(name), clean_content_type(content_type, policy.allowed_types), body
+            )
+        finally:
+            body.close()
 
     return upload_file
 

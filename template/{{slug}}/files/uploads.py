@@ -1,4 +1,4 @@
-"""The upload path: receive within the size limit, reserve, write the object, publish.
+"""The upload path: refuse early, receive within the size limit, reserve, write the object, publish.
 
 Order matters: the row and its quota exist before any byte reaches storage,
 so every object has an owner row to be found by; a failure afterwards
@@ -8,47 +8,32 @@ between is finished by maintenance (stale ``uploading`` rows, orphan objects).
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import uuid
-from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from uuid import UUID
 
 from ..db.pool import transaction
 from ..runtime import Runtime
 from . import store
-from .errors import FileRejected, FileTooLarge, StorageUnavailable
+from .body import Received
+from .errors import QuotaExceeded, StorageUnavailable
 from .objects import ObjectStore
 
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
-class Received:
-    body: bytes
-    sha256: bytes
-
-    @property
-    def size(self) -> int:
-        return len(self.body)
-
-
-async def receive(chunks: AsyncIterator[bytes], limit: int) -> Received:
-    """Read the body, refusing it as soon as it passes ``limit`` bytes (the policy caps it at 64 MiB)."""
-    body = bytearray()
-    async for chunk in chunks:
-        if len(body) + len(chunk) > limit:
-            raise FileTooLarge(f"Files may be at most {limit} bytes.")
-        body += chunk
-    if not body:
-        raise FileRejected("The file is empty.")
-    return Received(body=bytes(body), sha256=hashlib.sha256(body).digest())
-
-
 def object_store(runtime: Runtime) -> ObjectStore:
     site = runtime.settings.site
     return ObjectStore(runtime.storage, site.bucket, site.object_prefix)
+
+
+async def check_headroom(runtime: Runtime, owner_id: UUID, at_least: int) -> None:
+    """Refuse a body announced larger than the account's free quota before reading a byte of it
+    (the reservation after the body arrived still decides; this only spares receiving it)."""
+    async with runtime.pool.acquire() as conn:
+        used = await store.used_bytes(conn, owner_id)
+    if used + at_least > runtime.settings.policy.files.quota_bytes:
+        raise QuotaExceeded()
 
 
 async def store_upload(runtime: Runtime, owner_id: UUID, name: str, content_type: str,
@@ -63,7 +48,7 @@ async def store_upload(runtime: Runtime, owner_id: UUID, name: str, content_type
             size=received.size, object_key=key, quota_bytes=policy.quota_bytes, ttl_hours=policy.ttl_hours,
         )
     try:
-        await objects.put(key, received.body, received.size, content_type)
+        await objects.put(key, received.file, received.size, content_type)
     except StorageUnavailable:
         await _compensate(runtime, objects, file_id, key)
         raise

@@ -48,7 +48,7 @@ def create_app(settings: Settings) -> Litestar:
             AuthController,
             MeController,
             FilesController,
-            upload_route(settings.policy.files.max_file_bytes),
+            upload_route(settings.policy.files),
             TasksController,
             get_credits,
             metrics,
