@@ -26,6 +26,28 @@ class CommandError(Exception):
     """A command could not do what was asked; the message is for the operator."""
 
 
+class OneLineErrors(logging.Filter):
+    """The web server logs an exception that leaves the app (a download cut at its deadline, a
+    client gone mid-response) with its traceback, whose frames hold request data: keep the
+    message and the exception's type, in one line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        if error is not None:
+            causes = [type(error).__name__]
+            while (error := _cause(error)) is not None and len(causes) < 6:
+                causes.append(type(error).__name__)
+            record.msg, record.args = f"{record.getMessage().strip()}: {' from '.join(causes)}", ()
+            record.exc_info, record.exc_text = None, None
+        return True
+
+
+def _cause(error: BaseException) -> BaseException | None:
+    if isinstance(error, BaseExceptionGroup):  # the stream's task group wraps what its body raised
+        return error.exceptions[0]
+    return error.__cause__
+
+
 def configure_logging(verbose: bool = False) -> None:
     logging.basicConfig(
         level=logging.DEBUG if verbose else logging.INFO,
@@ -34,6 +56,7 @@ def configure_logging(verbose: bool = False) -> None:
     )
     for noisy in ("botocore", "aiobotocore", "pika", "asyncio"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
+    logging.getLogger("uvicorn.error").addFilter(OneLineErrors())
 
 
 # --- commands --------------------------------------------------------------------

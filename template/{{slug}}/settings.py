@@ -65,6 +65,8 @@ class FilesPolicy(Struct, forbid_unknown_fields=True, frozen=True):
     # one may take to arrive in full (a slower one answers 408 UPLOAD_TIMEOUT).
     concurrent_uploads: Annotated[int, Meta(ge=1, le=256)] = 8
     receive_seconds: Annotated[int, Meta(ge=1, le=3600)] = 120
+    # How long one download may take in full; a slower reader's response is cut short.
+    download_seconds: Annotated[int, Meta(ge=1, le=86400)] = 600
     allowed_types: Annotated[list[MediaType], Meta(min_length=1)] = msgspec.field(
         default_factory=lambda: list(DEFAULT_FILE_TYPES)
     )

@@ -40,7 +40,7 @@ class _Sink:
         self.size = 0
         self.digest = hashlib.sha256()
         # Anonymous (already unlinked): nothing is left on disk whatever happens to the process.
-        self.file = tempfile.TemporaryFile()
+        self.file = tempfile.TemporaryFile()  # noqa: SIM115 - closed by Received.close or on failure
 
     def write(self, data: bytes) -> None:
         self.size += len(data)

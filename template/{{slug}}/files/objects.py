@@ -30,6 +30,11 @@ class ObjectMissing(Exception):
     """The key does not exist (a real answer from storage, not an outage)."""
 
 
+class StreamDeadline(Exception):
+    """A download was still going at its deadline; the response is cut short (the client sees fewer
+    bytes than Content-Length), because its S3 connection was already given back."""
+
+
 @asynccontextmanager
 async def _storage_call(what: str) -> AsyncIterator[None]:
     try:
@@ -69,20 +74,32 @@ class ObjectStore:
             async with response["Body"] as body:
                 return await body.read()
 
-    async def stream(self, key: str) -> AsyncIterator[bytes]:
-        """Open the object and yield its bytes in chunks; errors before the first byte raise here."""
+    async def stream(self, key: str, seconds: float) -> AsyncIterator[bytes]:
+        """Open the object and yield its bytes in chunks, for at most ``seconds``; errors before the
+        first byte raise here."""
         async with _storage_call("open"):
             response = await self.client.get_object(Bucket=self.bucket, Key=key)
         body = response["Body"]
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + seconds
+        # A client that stops reading parks this generator at its yield for as long as it likes,
+        # and with it one of the process's S3 connections: at the deadline the body is closed
+        # whatever the generator waits for, which gives the connection back.
+        watchdog = loop.call_at(deadline, body.close)
 
         async def chunks() -> AsyncIterator[bytes]:
-            async with body:
-                while True:
-                    async with _storage_call("read"):
-                        chunk = await body.read(CHUNK)
-                    if not chunk:
-                        return
-                    yield chunk
+            try:
+                async with body:
+                    while True:
+                        if loop.time() >= deadline:
+                            raise StreamDeadline()
+                        async with _storage_call("read"):
+                            chunk = await body.read(CHUNK)
+                        if not chunk:
+                            return
+                        yield chunk
+            finally:
+                watchdog.cancel()
 
         return chunks()
 

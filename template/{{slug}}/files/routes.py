@@ -19,8 +19,8 @@ from ..settings import FilesPolicy
 from ..web.dependencies import CurrentAccount, SiteRuntime
 from ..web.paging import PAGE_SIZE, Cursor, decode_cursor, next_cursor
 from . import store
-from .deletion import delete_file
 from .body import receive_form, receive_raw
+from .deletion import delete_file
 from .errors import FileContentLost, FilesDisabled, FilesNotConfigured, UploadsBusy, UploadTooSlow
 from .names import clean_content_type, clean_name, content_disposition
 from .objects import ObjectMissing
@@ -140,7 +140,8 @@ class FilesController(Controller):
         async with runtime.pool.acquire() as conn:
             stored = await store.get_ready(conn, file_id, account.id)
         try:
-            chunks = await object_store(runtime).stream(stored.object_key)
+            chunks = await object_store(runtime).stream(stored.object_key,
+                                                        runtime.settings.policy.files.download_seconds)
         except ObjectMissing:
             raise FileContentLost() from None
         public = stored.public

@@ -14,6 +14,10 @@ from ..settings import Settings
 CONNECT_TIMEOUT = 5
 READ_TIMEOUT = 15
 OBJECT_TIMEOUT = 15.0
+# S3 connections per process. A download holds one for as long as its client reads (up to
+# [files] download_seconds); aiobotocore's default of 10 let ten slow readers stop every
+# other storage call of the process.
+CONNECTIONS = 64
 
 
 async def open_storage(settings: Settings, stack: AsyncExitStack):
@@ -23,6 +27,7 @@ async def open_storage(settings: Settings, stack: AsyncExitStack):
         return None
     config = AioConfig(
         connect_timeout=CONNECT_TIMEOUT,
+        max_pool_connections=CONNECTIONS,
         read_timeout=READ_TIMEOUT,
         retries={"max_attempts": 2, "mode": "standard"},
         s3={"addressing_style": "path"},
