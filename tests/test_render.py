@@ -33,7 +33,8 @@ def test_defaults_are_derived_from_the_slug(tmp_path: Path) -> None:
     }
     files = dict(policy["files"])
     assert "text/plain" in files.pop("allowed_types")
-    assert files == {"enabled": True, "max_file_bytes": 1048576, "quota_bytes": 20971520, "ttl_hours": 168}
+    assert files == {"enabled": True, "max_file_bytes": 1048576, "quota_bytes": 20971520, "ttl_hours": 168,
+                     "concurrent_uploads": 8, "receive_seconds": 120, "download_seconds": 600}
     assert policy["tasks"] == {
         "enabled": True, "max_active": 5, "max_attempts": 3, "writes_per_minute": 30, "reads_per_minute": 120,
     }
