@@ -20,7 +20,6 @@ from harness import KIT_ROOT
 from harness.state import SiteRecord
 
 from .client import PASSWORD
-from .conftest import RUN
 
 CHROMIUM = Path(os.environ.get("SITEKIT_CHROMIUM", "/usr/bin/chromium"))
 # Chromium's own calls home are refused on a closed network; these keep it quiet.
@@ -41,12 +40,13 @@ def require_chromium() -> None:
     pytest.skip(message)
 
 
-def launch(playwright: Playwright) -> Browser:
+def launch(playwright: Playwright, pinned_spki: str | None = None) -> Browser:
+    """Chromium; ``pinned_spki`` is the run's server key behind the proxy (verify --proxy)."""
     args = list(ARGS)
-    if RUN.proxy is not None:
-        # Behind the proxy (verify --proxy) Chromium accepts the run's one server key and no other
-        # untrusted certificate: pinning it is a flag, where trusting the CA would take an NSS store.
-        args.append(f"--ignore-certificate-errors-spki-list={RUN.proxy.spki}")
+    if pinned_spki is not None:
+        # Chromium accepts the run's one server key and no other untrusted certificate:
+        # pinning it is a flag, where trusting the CA would take an NSS store.
+        args.append(f"--ignore-certificate-errors-spki-list={pinned_spki}")
     return playwright.chromium.launch(executable_path=str(CHROMIUM), args=args)
 
 

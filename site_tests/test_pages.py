@@ -17,6 +17,7 @@ from harness.state import SiteRecord
 from . import db, faults
 from .browser import WIDTHS, SitePage, launch, require_chromium, site_page
 from .client import PASSWORD, SiteClient, grant_credits, policy
+from .conftest import RUN
 from .operator import maintain
 from .test_tasks import body as submit_body
 from .waiting import wait_for
@@ -35,7 +36,7 @@ def browser() -> Iterator[Browser]:
     # so it lives only as long as this module's tests do.
     require_chromium()
     with sync_playwright() as playwright:
-        chromium = launch(playwright)
+        chromium = launch(playwright, RUN.proxy.spki if RUN.proxy is not None else None)
         yield chromium
         chromium.close()
 
