@@ -92,6 +92,8 @@ async def receive_form(chunks: AsyncIterator[bytes], content_type: str, limit: i
                 for event in parser.parse(chunk):
                     if isinstance(event, MultipartSegment):
                         field = event.name
+                        if field == "name":
+                            text.clear()  # a repeated field: the last one counts
                         if field == "file" and sink is None:
                             sink, file_name, file_type = _Sink(limit), event.filename, event.content_type
                         elif field == "file":

@@ -91,12 +91,17 @@ class ObjectStore:
             try:
                 async with body:
                     while True:
+                        try:
+                            async with _storage_call("read"):
+                                chunk = await body.read(CHUNK)
+                        except StorageUnavailable:
+                            if loop.time() >= deadline:  # the watchdog closed it under the read
+                                raise StreamDeadline() from None
+                            raise
+                        if not chunk:
+                            return  # complete, however late
                         if loop.time() >= deadline:
                             raise StreamDeadline()
-                        async with _storage_call("read"):
-                            chunk = await body.read(CHUNK)
-                        if not chunk:
-                            return
                         yield chunk
             finally:
                 watchdog.cancel()

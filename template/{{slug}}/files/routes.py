@@ -21,7 +21,7 @@ from ..web.paging import PAGE_SIZE, Cursor, decode_cursor, next_cursor
 from . import store
 from .body import receive_form, receive_raw
 from .deletion import delete_file
-from .errors import FileContentLost, FilesDisabled, FilesNotConfigured, UploadsBusy, UploadTooSlow
+from .errors import FileContentLost, FilesDisabled, FilesNotConfigured, FileTooLarge, UploadsBusy, UploadTooSlow
 from .names import clean_content_type, clean_name, content_disposition
 from .objects import ObjectMissing
 from .store import FileOut
@@ -68,13 +68,17 @@ def upload_route(policy: FilesPolicy):
         header = request.headers.get("content-type") or ""
         if not form:
             clean_content_type(header, policy.allowed_types)  # refuse before reading the body
-        length = request.headers.get("content-length", "")
-        if length.isdigit() and int(length) > 0:
-            # A form's file is at least its body less the room the other fields may take.
-            announced = int(length)
-            await check_headroom(runtime, account.id, max(announced - MULTIPART_OVERHEAD, 1) if form else announced)
         if receiving.locked():
             raise UploadsBusy()
+        length = request.headers.get("content-length", "")
+        if length.isascii() and length.isdigit() and int(length) > 0:
+            announced = int(length)
+            if not form and announced > policy.max_file_bytes:
+                raise FileTooLarge(f"Files may be at most {policy.max_file_bytes} bytes.")
+            # A form's file is at least its body less the room the other fields may take.
+            await check_headroom(runtime, account.id, max(announced - MULTIPART_OVERHEAD, 1) if form else announced)
+        # The slot is held until the object is stored, so at most this many temporary files
+        # exist per process, whatever storage's speed.
         async with receiving:
             try:
                 async with asyncio.timeout(policy.receive_seconds):
@@ -86,12 +90,13 @@ def upload_route(policy: FilesPolicy):
                         body, content_type = await receive_raw(request.stream(), policy.max_file_bytes), header
             except TimeoutError:
                 raise UploadTooSlow() from None
-        try:
-            return await store_upload(
-                runtime, account.id, clean_name(name), clean_content_type(content_type, policy.allowed_types), body
-            )
-        finally:
-            body.close()
+            try:
+                return await store_upload(
+                    runtime, account.id, clean_name(name), clean_content_type(content_type, policy.allowed_types),
+                    body,
+                )
+            finally:
+                body.close()
 
     return upload_file
 
