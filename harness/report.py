@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -133,32 +134,25 @@ def ran_against(case: Case, slug: str) -> bool:
     return case.name.endswith(f"_{slug}")
 
 
-def per_site(tests: TestResults, slug: str) -> SiteTests:
-    mine = SiteTests()
-    for case in tests.cases:
-        if not ran_against(case, slug):
-            continue
+def tally(cases: Iterable[Case]) -> SiteTests:
+    counted = SiteTests()
+    for case in cases:
         if case.outcome == "passed":
-            mine.passed += 1
+            counted.passed += 1
         elif case.outcome == "skipped":
-            mine.skipped += 1
+            counted.skipped += 1
         else:
-            mine.failed += 1
-        mine.seconds = round(mine.seconds + case.seconds, 1)
-    return mine
+            counted.failed += 1
+        counted.seconds = round(counted.seconds + case.seconds, 1)
+    return counted
+
+
+def per_site(tests: TestResults, slug: str) -> SiteTests:
+    return tally(case for case in tests.cases if ran_against(case, slug))
 
 
 def proxy_lane(record: ProxyRecord | None, tests: TestResults) -> ProxyLane:
-    checks = SiteTests()
-    for case in tests.cases:
-        if case.name.startswith(PROXY_CASES):
-            if case.outcome == "passed":
-                checks.passed += 1
-            elif case.outcome == "skipped":
-                checks.skipped += 1
-            else:
-                checks.failed += 1
-            checks.seconds = round(checks.seconds + case.seconds, 1)
+    checks = tally(case for case in tests.cases if case.name.startswith(PROXY_CASES))
     if record is None:  # the run failed before the proxy was planned
         return ProxyLane(kind="?", version="?", source="?", routes=[], checks=checks)
     return ProxyLane(kind=record.kind, version=record.version, source=record.source, routes=record.routes,
