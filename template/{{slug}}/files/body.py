@@ -45,7 +45,7 @@ class _Sink:
     def write(self, data: bytes) -> None:
         self.size += len(data)
         if self.size > self.limit:
-            raise FileTooLarge(f"Files may be at most {self.limit} bytes.")
+            raise FileTooLarge.over(self.limit)
         self.digest.update(data)
         self.file.write(data)  # to the page cache; a chunk is at most the server's read size
 

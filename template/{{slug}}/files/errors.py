@@ -30,6 +30,10 @@ class FileTooLarge(FileError):
     status = 413
     default_message = "The file is larger than this site allows."
 
+    @classmethod
+    def over(cls, limit: int) -> FileTooLarge:
+        return cls(f"Files may be at most {limit} bytes.")
+
 
 class UploadsBusy(FileError):
     """This web process already receives ``[files] concurrent_uploads`` bodies."""

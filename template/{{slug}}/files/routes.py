@@ -74,7 +74,7 @@ def upload_route(policy: FilesPolicy):
         if length.isascii() and length.isdigit() and int(length) > 0:
             announced = int(length)
             if not form and announced > policy.max_file_bytes:
-                raise FileTooLarge(f"Files may be at most {policy.max_file_bytes} bytes.")
+                raise FileTooLarge.over(policy.max_file_bytes)
             # A form's file is at least its body less the room the other fields may take.
             await check_headroom(runtime, account.id, max(announced - MULTIPART_OVERHEAD, 1) if form else announced)
         # The slot is held until the object is stored, so at most this many temporary files
