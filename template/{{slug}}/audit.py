@@ -18,9 +18,8 @@ from .charges.audit import audit_balances
 from .db.pool import SERVER_SETTINGS, create_pool
 from .files.audit import audit_objects, audit_unreferenced_results, audit_usage
 from .files.cleanup import ORPHAN_GRACE
-from .files.objects import ObjectStore
+from .files.objects import open_object_store
 from .findings import BATCH, Finding
-from .services.storage import open_storage
 from .settings import Settings
 from .tasks.audit import audit_tasks
 
@@ -45,8 +44,7 @@ async def run_audit(settings: Settings, *, batch: int = BATCH, grace: timedelta 
         pool = await create_pool(settings.require_database_url(), min_size=2, max_size=2,
                                  server_settings=AUDIT_SETTINGS)
         stack.push_async_callback(pool.close)
-        storage = await open_storage(settings, stack)
-        objects = ObjectStore(storage, settings.site.bucket, settings.site.object_prefix) if storage else None
+        objects = await open_object_store(settings, stack)
         async with pool.acquire() as conn, conn.transaction(isolation="repeatable_read", readonly=True):
             checks = [audit_usage(conn, batch), audit_unreferenced_results(conn, batch), audit_tasks(conn, batch),
                       audit_balances(conn, batch)]

@@ -187,7 +187,7 @@ def cmd_tasks_inspect(settings: Settings, args: argparse.Namespace) -> int:
     from uuid import UUID
 
     from .db.pool import connect
-    from .tasks.inspect import inspect_task
+    from .tasks.describe import describe_task
 
     try:
         task_id = UUID(args.task_id)
@@ -197,7 +197,7 @@ def cmd_tasks_inspect(settings: Settings, args: argparse.Namespace) -> int:
     async def run() -> str | None:
         conn = await connect(settings.require_database_url())
         try:
-            return await inspect_task(conn, task_id)
+            return await describe_task(conn, task_id)
         finally:
             await conn.close()
 
@@ -210,11 +210,9 @@ def cmd_tasks_inspect(settings: Settings, args: argparse.Namespace) -> int:
 
 def cmd_grant_credits(settings: Settings, args: argparse.Namespace) -> int:
     from .auth.accounts import normalise_email
-    from .auth.sessions import Q as AUTH
-    from .charges.ledger import grant
-    from .db.pool import create_pool, transaction
+    from .charges.ledger import grant_by_email
+    from .db.pool import create_pool
     from .errors import SiteError
-    from .files.store import Q as FILES
 
     if not 1 <= args.amount <= 1_000_000_000:
         raise CommandError("AMOUNT must be a whole number from 1 to 1000000000")
@@ -229,12 +227,7 @@ def cmd_grant_credits(settings: Settings, args: argparse.Namespace) -> int:
     async def run() -> int | None:
         pool = await create_pool(settings.require_database_url(), max_size=1)
         try:
-            async with transaction(pool) as conn:
-                account = await conn.fetchrow(AUTH.account_by_email, email)
-                if account is None:
-                    return None
-                await conn.execute(FILES.lock_account, account["id"])
-                return await grant(conn, account["id"], args.amount, reason)
+            return await grant_by_email(pool, email, args.amount, reason)
         finally:
             await pool.close()
 

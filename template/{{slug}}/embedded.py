@@ -24,6 +24,7 @@ import time
 import urllib.error
 import urllib.request
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -127,6 +128,27 @@ def _spawn(argv: list[str], log: Path, **kwargs) -> subprocess.Popen:
 # copy of the server and the data directories under /var/tmp/sitekit-postgres.
 
 ROOT_RUNTIME = Path("/var/tmp/sitekit-postgres")
+
+
+def _start(what: str, log: Path, port: int | None,
+           launch: Callable[[], tuple[subprocess.Popen, Callable[[], bool], int]],
+           stop: Callable[[int], None]) -> tuple[subprocess.Popen, int]:
+    """Launch a server until it answers; returns it and its port. ``launch`` spawns one and says how
+    to tell it is ready. A free port can be taken by another process between choosing it and the
+    server binding it, so a server that never answers is stopped and launched again on new ports
+    (five times); on a port the caller fixed, once."""
+    for _ in range(5):
+        process, ready, chosen = launch()
+        try:
+            wait_until(ready, START_TIMEOUT, what, process)
+        except EmbeddedError:
+            if process.poll() is None:
+                stop(process.pid)
+            if port is not None:
+                raise EmbeddedError(f"{what} did not start on port {port}; see {log}") from None
+            continue
+        return process, chosen
+    raise EmbeddedError(f"{what} did not start; see {log}")
 
 
 def _wheel_install() -> Path:
@@ -238,7 +260,8 @@ def start_postgres(state_dir: Path, *, port: int | None = None, max_connections:
         )
         if initdb.returncode != 0:
             raise EmbeddedError(f"initdb failed in {data_dir}: {initdb.stderr.strip()[-500:]}")
-    for _ in range(5):
+
+    def launch() -> tuple[subprocess.Popen, Callable[[], bool], int]:
         chosen = port or free_port()
         process = _spawn(
             [_pg_bin("postgres"), "-D", str(data_dir), "-p", str(chosen), "-h", "127.0.0.1",
@@ -246,17 +269,11 @@ def start_postgres(state_dir: Path, *, port: int | None = None, max_connections:
             log,
             **user,
         )
-        try:
-            wait_until(lambda chosen=chosen: _pg_ready(chosen), START_TIMEOUT, "postgres", process)
-        except EmbeddedError:
-            if process.poll() is None:
-                stop_process(process.pid, signal.SIGINT)
-            if port is not None:
-                raise EmbeddedError(f"postgres did not start on port {port}; see {log}") from None
-            continue
-        return RunningServer("postgres", process.pid, f"postgresql://postgres@127.0.0.1:{chosen}/postgres",
-                             chosen, str(log), str(data_dir))
-    raise EmbeddedError(f"postgres did not start; see {log}")
+        return process, lambda: _pg_ready(chosen), chosen
+
+    process, chosen = _start("postgres", log, port, launch, stop_postgres)
+    return RunningServer("postgres", process.pid, f"postgresql://postgres@127.0.0.1:{chosen}/postgres",
+                         chosen, str(log), str(data_dir))
 
 
 def stop_postgres(pid: int) -> None:
@@ -282,24 +299,18 @@ def start_valkey(state_dir: Path, *, port: int | None = None) -> RunningServer:
     data_dir = state_dir / "valkey"
     data_dir.mkdir(parents=True, exist_ok=True)
     log = state_dir / "valkey.log"
-    for _ in range(5):
+
+    def launch() -> tuple[subprocess.Popen, Callable[[], bool], int]:
         chosen = port or free_port()
         process = _spawn(
             [str(get_binary_path()), "--port", str(chosen), "--bind", "127.0.0.1", "--dir", str(data_dir),
              "--save", "", "--appendonly", "yes", "--protected-mode", "yes"],
             log,
         )
-        try:
-            wait_until(lambda chosen=chosen: _valkey_ready(chosen), START_TIMEOUT, "valkey", process)
-        except EmbeddedError:
-            if process.poll() is None:
-                stop_process(process.pid)
-            if port is not None:
-                raise EmbeddedError(f"valkey did not start on port {port}; see {log}") from None
-            continue
-        return RunningServer("valkey", process.pid, f"redis://127.0.0.1:{chosen}/0", chosen, str(log),
-                             str(data_dir))
-    raise EmbeddedError(f"valkey did not start; see {log}")
+        return process, lambda: _valkey_ready(chosen), chosen
+
+    process, chosen = _start("valkey", log, port, launch, stop_process)
+    return RunningServer("valkey", process.pid, f"redis://127.0.0.1:{chosen}/0", chosen, str(log), str(data_dir))
 
 
 # --- S3 (SeaweedFS) ---------------------------------------------------------------
@@ -382,22 +393,16 @@ def start_s3(state_dir: Path, *, port: int | None = None) -> RunningS3:
         folder.mkdir(parents=True, exist_ok=True)
     key_id, secret = s3_credentials(data_dir)
     log = state_dir / "s3.log"
-    for _ in range(5):
+
+    def launch() -> tuple[subprocess.Popen, Callable[[], bool], int]:
         ports = {name: free_port() for name in _WEED_PORTS}
         if port is not None:
             ports["s3.port"] = port
         process = _spawn(_weed_argv(data_dir, ports), log)
-        url = f"http://127.0.0.1:{ports['s3.port']}"
-        try:
-            wait_until(lambda url=url: _s3_ready(url + "/"), START_TIMEOUT, "s3", process)
-        except EmbeddedError:
-            if process.poll() is None:
-                stop_s3(process.pid)
-            if port is not None:
-                raise EmbeddedError(f"s3 did not start on port {port}; see {log}") from None
-            continue
-        return RunningS3("s3", process.pid, url, ports["s3.port"], str(log), str(data_dir), key_id, secret)
-    raise EmbeddedError(f"s3 did not start; see {log}")
+        return process, lambda: _s3_ready(f"http://127.0.0.1:{ports['s3.port']}/"), ports["s3.port"]
+
+    process, chosen = _start("s3", log, port, launch, stop_s3)
+    return RunningS3("s3", process.pid, f"http://127.0.0.1:{chosen}", chosen, str(log), str(data_dir), key_id, secret)
 
 
 def stop_s3(pid: int) -> None:

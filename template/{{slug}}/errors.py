@@ -71,22 +71,6 @@ class PayloadTooLarge(RequestError):
     default_message = "The request body is too large."
 
 
-class NotConfigured(RequestError):
-    """A feature needs a service (storage, broker) the site was started without."""
-
-    code = "NOT_CONFIGURED"
-    status = 503
-    default_message = "This feature is not configured on this site."
-
-
-class Disabled(RequestError):
-    """The site's policy turns this feature off."""
-
-    code = "DISABLED"
-    status = 403
-    default_message = "This feature is disabled on this site."
-
-
 class CaptchaFailed(RequestError):
     code = "CAPTCHA_FAILED"
     status = 403

@@ -11,8 +11,8 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 
-from .auth.sessions import Q as AUTH
-from .files import cleanup, store
+from .auth.throttle import purge_old_attempts
+from .files import cleanup
 from .ratelimits.counters import purge_old_windows
 from .runtime import Runtime
 from .tasks import delivery, lifecycle
@@ -26,42 +26,32 @@ Step = Callable[[Runtime, int], Awaitable[int]]
 
 async def _purge_counters(runtime: Runtime, batch: int) -> int:
     """Rate-limit and login-throttle windows that no longer count."""
-    removed = await purge_old_windows(runtime.pool, batch * 50)
-    status = await runtime.pool.execute(AUTH.purge_throttle)
-    return removed + int(status.split()[-1])
+    return await purge_old_windows(runtime.pool, batch * 50) + await purge_old_attempts(runtime.pool)
 
 
-async def _purge_unpublished_results(runtime: Runtime, batch: int) -> int:
-    """Result files reserved by attempts that are no longer running and were never published."""
-    return await cleanup.purge_claimed(runtime, lifecycle.Q.claim_unpublished_results, cleanup.SETTLE_SECONDS,
-                                       batch, store.drop_uploading)
-
-
-async def _resend_due(runtime: Runtime, batch: int) -> int:
-    if runtime.broker is None:
-        return 0
-    return await delivery.resend_due(runtime, batch)
-
-
-# (name, step, needs object storage) in the order of SPEC §6.6
-STEPS: list[tuple[str, Step, bool]] = [
-    ("recover expired leases", lifecycle.recover_expired_leases, False),
-    ("refund unretryable holds", lifecycle.refund_unretryable, False),
-    ("purge unpublished results", _purge_unpublished_results, True),
-    ("expire files", cleanup.expire_files, False),
-    ("purge deleting files", cleanup.purge_deleting, True),
-    ("purge stale uploads", cleanup.purge_stale_uploads, True),
-    ("purge orphan objects", cleanup.purge_orphans, True),
-    ("purge old rate counters", _purge_counters, False),
-    ("re-send due tasks", _resend_due, False),
+# (name, step, needs object storage, needs a broker) in the order of docs/operations.md
+STEPS: list[tuple[str, Step, bool, bool]] = [
+    ("recover expired leases", lambda r, batch: lifecycle.recover_expired_leases(r.pool, r.queue, batch), False, False),
+    ("refund unretryable holds", lambda r, batch: lifecycle.refund_unretryable(r.pool, batch), False, False),
+    ("purge unpublished results", lambda r, batch: cleanup.purge_unpublished_results(r.pool, r.objects, batch),
+     True, False),
+    ("expire files", lambda r, batch: cleanup.expire_files(r.pool, batch), False, False),
+    ("purge deleting files", lambda r, batch: cleanup.purge_deleting(r.pool, r.objects, batch), True, False),
+    ("purge stale uploads", lambda r, batch: cleanup.purge_stale_uploads(r.pool, r.objects, batch), True, False),
+    ("purge orphan objects", lambda r, batch: cleanup.purge_orphans(r.pool, r.objects, batch), True, False),
+    ("purge old rate counters", _purge_counters, False, False),
+    ("re-send due tasks", lambda r, batch: delivery.resend_due(r.pool, r.queue, batch), False, True),
 ]
 
 
 async def run_once(runtime: Runtime, batch: int = BATCH) -> dict[str, int]:
     """Run every step once; a failing step is logged and does not stop the others."""
     done: dict[str, int] = {}
-    for name, step, needs_storage in STEPS:
-        if needs_storage and runtime.storage is None:
+    for name, step, needs_storage, needs_broker in STEPS:
+        if needs_broker and runtime.queue is None:
+            done[name] = 0
+            continue
+        if needs_storage and runtime.objects is None:
             continue
         try:
             done[name] = await step(runtime, batch)

@@ -1,7 +1,9 @@
-"""What a running process holds: settings, the database pool, storage and broker clients.
+"""What a running process holds: settings, the database pool, the object store and the task queue.
 
 Opened once per process (web lifespan, worker boot, a CLI command) and closed
-on the way out; handlers receive its parts through dependency injection.
+on the way out. Only this module opens and closes them; handlers receive each
+part through Litestar's dependency injection, and domain functions take the
+parts they use.
 """
 
 from __future__ import annotations
@@ -18,36 +20,35 @@ import asyncpg
 import dramatiq
 
 from .db.pool import create_pool
+from .files.objects import ObjectStore, open_object_store
 from .services.broker import create_broker
-from .services.storage import open_storage
 from .settings import Settings
+from .tasks.messages import TaskQueue
 
 log = logging.getLogger(__name__)
 
 
-@dataclass
+@dataclass(frozen=True)
 class Runtime:
     settings: Settings
     pool: asyncpg.Pool
-    storage: Any | None  # aiobotocore S3 client
-    broker: dramatiq.Broker | None
+    objects: ObjectStore | None  # None: the site runs without S3_ENDPOINT_URL
+    queue: TaskQueue | None  # None: the site runs without BROKER_URL
 
 
 @asynccontextmanager
 async def open_runtime(settings: Settings, *, pool_size: int = 10,
                        broker: dramatiq.Broker | None = None) -> AsyncIterator[Runtime]:
     """Open what a process needs. A worker passes the broker it consumes from; others get their own."""
-    from .tasks.actors import declare_actors
-
     async with AsyncExitStack() as stack:
         _log_orphaned_connection_errors(stack)
         pool = await create_pool(settings.require_database_url(), max_size=pool_size)
         stack.push_async_callback(pool.close)
-        storage = await open_storage(settings, stack)
+        objects = await open_object_store(settings, stack)
         if broker is None and (broker := create_broker(settings)) is not None:
-            declare_actors(broker, settings)
             stack.callback(broker.close)
-        yield Runtime(settings=settings, pool=pool, storage=storage, broker=broker)
+        queue = TaskQueue(broker, settings.site.task_queue) if broker is not None else None
+        yield Runtime(settings=settings, pool=pool, objects=objects, queue=queue)
 
 
 def _log_orphaned_connection_errors(stack: AsyncExitStack) -> None:

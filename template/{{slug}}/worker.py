@@ -5,16 +5,58 @@ from __future__ import annotations
 import logging
 import signal
 import threading
+from contextlib import AsyncExitStack
 
 import dramatiq
+from dramatiq.asyncio import get_event_loop_thread
+from dramatiq.middleware import AsyncIO, Middleware
 
+from .runtime import Runtime, open_runtime
 from .services.broker import create_broker
 from .settings import Settings, SettingsError
-from .tasks.actors import SiteRuntime, declare_actors
+from .tasks.actors import declare_actors
 
 log = logging.getLogger(__name__)
 
 SHUTDOWN_TIMEOUT_MS = 30_000
+
+
+class WorkerRuntime(Middleware):
+    """Opens the site's runtime (pool, object store) on the worker's event loop, and closes it last."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._stack: AsyncExitStack | None = None
+        self._runtime: Runtime | None = None
+
+    def current(self) -> Runtime:
+        if self._runtime is None:
+            raise RuntimeError("the worker's runtime is not open")
+        return self._runtime
+
+    async def _open(self, broker: dramatiq.Broker) -> Runtime:
+        self._stack = AsyncExitStack()
+        return await self._stack.enter_async_context(open_runtime(self.settings, broker=broker))
+
+    def before_worker_boot(self, broker: dramatiq.Broker, worker: dramatiq.Worker) -> None:
+        # Worker.start starts the threads that take messages between the before and after boot
+        # hooks: opened any later, the first messages would find no runtime.
+        self._runtime = get_event_loop_thread().run_coroutine(self._open(broker))
+
+    def after_worker_shutdown(self, broker: dramatiq.Broker, worker: dramatiq.Worker) -> None:
+        if self._stack is not None:
+            get_event_loop_thread().run_coroutine(self._stack.aclose())
+        self._runtime = None
+
+
+def consume_with(broker: dramatiq.Broker, settings: Settings) -> WorkerRuntime:
+    """Declare the site's actors on ``broker``, with the middleware that opens what they use."""
+    opened = WorkerRuntime(settings)
+    declare_actors(broker, settings.site, opened.current)
+    # After AsyncIO: "before" hooks run in middleware order, "after" hooks in reverse, so its
+    # loop runs when our boot hook opens the runtime and still runs when our shutdown hook closes it.
+    broker.add_middleware(opened, after=AsyncIO)
+    return opened
 
 
 def run_worker(settings: Settings, threads: int) -> int:
@@ -22,8 +64,7 @@ def run_worker(settings: Settings, threads: int) -> int:
     broker = create_broker(settings)
     if broker is None:
         raise SettingsError("BROKER_URL is not set (the worker consumes the site's queues from it)")
-    declare_actors(broker, settings)
-    SiteRuntime.install(broker, settings)
+    consume_with(broker, settings)
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())

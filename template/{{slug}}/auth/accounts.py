@@ -47,6 +47,21 @@ def login_email(raw: str) -> str:
     return raw.strip().lower()[:254]
 
 
+async def lock(conn: asyncpg.Connection, account_id: UUID) -> None:
+    """Lock the account row for the rest of the caller's transaction.
+
+    Every writer of an account's quota, credits, tasks, password or existence takes this lock
+    first, so they run one at a time per account and always in the same order (account, then
+    task, then file rows).
+    """
+    await conn.execute(Q.lock_account, account_id)
+
+
+async def find_by_email(conn: asyncpg.Connection, email: str) -> Account | None:
+    row = await conn.fetchrow(Q.account_by_email, email)
+    return Account(id=row["id"], email=row["email"]) if row else None
+
+
 async def register(conn: asyncpg.Connection, email: str, password_hash: str) -> Account:
     """A new account for a normalised ``email`` (hash the password first, outside any transaction)."""
     row = await conn.fetchrow(Q.insert_account, email, password_hash)
@@ -70,16 +85,14 @@ async def check_password(conn: asyncpg.Connection, account_id: UUID, password: s
 
 async def change_password(conn: asyncpg.Connection, account: Account, change: PasswordChange) -> None:
     """New hash, and every session of the account revoked (the caller starts a fresh one)."""
-    await conn.execute(Q.lock_account_row, account.id)
+    await lock(conn, account.id)
     await check_password(conn, account.id, change.current_password)
     await conn.execute(Q.set_password, account.id, await hash_password(change.new_password))
     await end_all_sessions(conn, account.id)
 
 
-async def delete_account(conn: asyncpg.Connection, account: Account, password: str) -> list[str]:
-    """Delete the account and, by cascade, all its personal data; return its object keys to remove."""
-    await conn.execute(Q.lock_account_row, account.id)
+async def delete_account(conn: asyncpg.Connection, account: Account, password: str) -> None:
+    """Delete the account and, by cascade, all its personal data (the caller has locked it, and has
+    taken the keys of its objects to remove once this commits)."""
     await check_password(conn, account.id, password)
-    keys = [row["object_key"] for row in await conn.fetch(Q.account_object_keys, account.id)]
     await conn.execute(Q.delete_account, account.id)
-    return keys

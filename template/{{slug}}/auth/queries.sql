@@ -41,11 +41,9 @@ UPDATE account SET password_hash = $2 WHERE id = $1;
 -- name: account_password
 SELECT password_hash FROM account WHERE id = $1;
 
--- name: lock_account_row
+-- name: lock_account
+-- Serialises an account's writers: quota (uploads, submits, results), credits, password, deletion.
 SELECT id FROM account WHERE id = $1 FOR UPDATE;
-
--- name: account_object_keys
-SELECT object_key FROM file WHERE owner_id = $1 AND status <> 'deleted';
 
 -- name: delete_account
 -- Everything personal goes with the row (ON DELETE CASCADE): sessions, files,

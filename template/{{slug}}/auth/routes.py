@@ -11,10 +11,11 @@ from litestar.params import JSONBody
 from litestar.status_codes import HTTP_200_OK, HTTP_201_CREATED, HTTP_204_NO_CONTENT
 
 from ..db.pool import transaction
+from ..files import store as files
 from ..files.errors import StorageUnavailable
-from ..files.uploads import object_store
 from ..settings import Settings
-from ..web.dependencies import CurrentAccount, DbPool, SiteRuntime, SiteSettings, client_address
+from ..web.dependencies import CurrentAccount, DbPool, ObjectsIfAny, SiteSettings, client_address
+from ..web.guards import ACCOUNT_GUARDS
 from .accounts import (
     AccountDeletion,
     Credentials,
@@ -22,6 +23,7 @@ from .accounts import (
     authenticate,
     change_password,
     delete_account,
+    lock,
     login_email,
     normalise_email,
     register,
@@ -100,6 +102,7 @@ class AuthController(Controller):
 class MeController(Controller):
     path = "/api/me"
     tags = ["auth"]
+    guards = ACCOUNT_GUARDS
 
     @get("/")
     async def me(self, account: CurrentAccount) -> AccountOut:
@@ -119,19 +122,20 @@ class MeController(Controller):
 
     @delete("/", status_code=HTTP_204_NO_CONTENT)
     async def delete_me(self, request: Request, data: JSONBody[AccountDeletion], account: CurrentAccount,
-                        runtime: SiteRuntime, settings: SiteSettings) -> Response[None]:
+                        pool: DbPool, objects: ObjectsIfAny, settings: SiteSettings) -> Response[None]:
         """Delete the account and all its data, after confirming the password.
 
         Rows go at once (active tasks end with them; a running executor finds
         nothing to write back). Objects are removed next; any that storage
         refuses now are orphans that maintenance removes.
         """
-        async with runtime.pool.acquire() as conn:
+        async with pool.acquire() as conn:
             await count_attempt(conn, settings, account.email, client_address(request))
-        async with transaction(runtime.pool) as conn:
-            keys = await delete_account(conn, account, data.password)
-        if runtime.storage is not None:
-            objects = object_store(runtime)
+        async with transaction(pool) as conn:
+            await lock(conn, account.id)
+            keys = await files.object_keys(conn, account.id)
+            await delete_account(conn, account, data.password)
+        if objects is not None:
             for key in keys:
                 try:
                     await objects.delete(key)

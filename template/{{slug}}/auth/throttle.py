@@ -49,3 +49,9 @@ async def count_registration(conn: asyncpg.Connection, settings: Settings, addre
     """Count a registration from ``address``; RateLimited past the policy's limit."""
     if address and await _over(conn, f"register:{address[:90]}", settings.policy.auth.registrations_per_address):
         raise RateLimited("Too many new accounts from this address. Please wait and try again.")
+
+
+async def purge_old_attempts(pool: asyncpg.Pool) -> int:
+    """Windows that no longer count (maintenance)."""
+    status = await pool.execute(Q.purge_throttle)
+    return int(status.split()[-1])

@@ -1,10 +1,9 @@
-"""Holds, captures and refunds — each inside the transaction of the task's own state change.
+"""Credits: balances and the ledger. Holds, captures and refunds run inside the transaction of a
+task's own state change (``tasks/billing.py`` moves the task's ``charge_status`` and calls these).
 
-The task row says where its money is (``charge_status``); every transition of
-it is a guarded statement (``held -> captured|refunded``), so a second
-settlement matches nothing, and the ledger's UNIQUE (task, round, kind) is
-the database's own guarantee of the same. The balance is what can be spent:
-a hold takes from it, a refund gives back, a capture only records.
+The ledger's UNIQUE (task, round, kind) is the database's own guarantee that a round is settled
+once. The balance is what can be spent: a hold takes from it, a refund gives back, a capture only
+records.
 """
 
 from __future__ import annotations
@@ -16,14 +15,17 @@ from uuid import UUID
 import asyncpg
 import msgspec
 
+from ..auth import accounts
+from ..db.pool import transaction
 from ..db.queries import Queries
-from ..settings import Settings
-from ..tasks.errors import TaskError
+from ..errors import SiteError
+from ..settings import ChargesPolicy
 
 Q = Queries.load(__package__)
 
 
-class InsufficientCredits(TaskError):
+class InsufficientCredits(SiteError):
+    domain = "task"  # what the client tried to do: start a task
     code = "INSUFFICIENT_CREDITS"
     status = 402
     default_message = "Not enough credits for this task."
@@ -42,10 +44,9 @@ class Credits(msgspec.Struct, frozen=True):
     entries: list[Entry]
 
 
-def quote(settings: Settings, processor: str, version: int) -> int:
+def quote(policy: ChargesPolicy, processor: str, version: int) -> int:
     """The price of a new task, fixed on the task at creation (later price changes never touch it)."""
-    charges = settings.policy.charges
-    return charges.prices.get(f"{processor}@{version}", 0) if charges.enabled else 0
+    return policy.prices.get(f"{processor}@{version}", 0) if policy.enabled else 0
 
 
 async def place_hold(conn: asyncpg.Connection, owner_id: UUID, task_id: UUID, price: int, charge_round: int) -> None:
@@ -55,27 +56,16 @@ async def place_hold(conn: asyncpg.Connection, owner_id: UUID, task_id: UUID, pr
     await conn.execute(Q.entry, owner_id, task_id, charge_round, "hold", price, None)
 
 
-async def hold_again(conn: asyncpg.Connection, task_id: UUID) -> None:
-    """Before a retry: a task whose hold was refunded pays its quote again (free and held tasks: nothing)."""
-    row = await conn.fetchrow(Q.start_round, task_id)
-    if row is not None:
-        await place_hold(conn, row["owner_id"], task_id, row["price"], row["charge_round"])
+async def record_capture(conn: asyncpg.Connection, owner_id: UUID, task_id: UUID, charge_round: int,
+                         price: int) -> None:
+    """The held price is spent: recorded only (the hold already took it from the balance)."""
+    await conn.execute(Q.entry, owner_id, task_id, charge_round, "capture", price, None)
 
 
-async def capture(conn: asyncpg.Connection, task_id: UUID) -> None:
-    row = await conn.fetchrow(Q.settle_hold, task_id, "captured")
-    if row is not None:
-        await conn.execute(Q.entry, row["owner_id"], task_id, row["charge_round"], "capture", row["price"], None)
-
-
-async def refund(conn: asyncpg.Connection, task_id: UUID) -> bool:
-    """Give a held price back; False when there was nothing held (free, captured, already refunded)."""
-    row = await conn.fetchrow(Q.settle_hold, task_id, "refunded")
-    if row is None:
-        return False
-    await conn.execute(Q.credit, row["owner_id"], row["price"])
-    await conn.execute(Q.entry, row["owner_id"], task_id, row["charge_round"], "refund", row["price"], None)
-    return True
+async def give_back(conn: asyncpg.Connection, owner_id: UUID, task_id: UUID, charge_round: int, price: int) -> None:
+    """The held price returns to the balance."""
+    await conn.execute(Q.credit, owner_id, price)
+    await conn.execute(Q.entry, owner_id, task_id, charge_round, "refund", price, None)
 
 
 async def grant(conn: asyncpg.Connection, account_id: UUID, amount: int, reason: str) -> int:
@@ -85,10 +75,18 @@ async def grant(conn: asyncpg.Connection, account_id: UUID, amount: int, reason:
     return balance
 
 
+async def grant_by_email(pool: asyncpg.Pool, email: str, amount: int, reason: str) -> int | None:
+    """``grant-credits``: add credits to the account with this normalised email; its new balance,
+    or None when there is no such account."""
+    async with transaction(pool) as conn:
+        account = await accounts.find_by_email(conn, email)
+        if account is None:
+            return None
+        await accounts.lock(conn, account.id)
+        return await grant(conn, account.id, amount, reason)
+
+
 async def credits(conn: asyncpg.Connection, account_id: UUID, limit: int = 20) -> Credits:
     rows = await conn.fetch(Q.recent_entries, account_id, limit)
-    return Credits(
-        balance=await conn.fetchval(Q.balance, account_id),
-        entries=[Entry(kind=r["kind"], amount=r["amount"], task_id=r["task_id"], reason=r["reason"],
-                       created_at=r["created_at"]) for r in rows],
-    )
+    return Credits(balance=await conn.fetchval(Q.balance, account_id),
+                   entries=[Entry(**row) for row in rows])

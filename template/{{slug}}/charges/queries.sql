@@ -17,18 +17,6 @@ SELECT coalesce((SELECT balance FROM credit_account WHERE account_id = $1), 0);
 INSERT INTO credit_ledger (account_id, task_id, charge_round, kind, amount, reason)
 VALUES ($1, $2, $3, $4, $5, $6);
 
--- name: start_round
--- A retry of a refunded task holds its quoted price again, in a new round.
-UPDATE task SET charge_status = 'held', charge_round = charge_round + 1, updated_at = now()
-WHERE id = $1 AND charge_status = 'refunded'
-RETURNING owner_id, price, charge_round;
-
--- name: settle_hold
--- held -> captured or refunded, once per round.
-UPDATE task SET charge_status = $2, updated_at = now()
-WHERE id = $1 AND charge_status = 'held'
-RETURNING owner_id, price, charge_round;
-
 -- name: recent_entries
 SELECT kind, amount, task_id, reason, created_at
 FROM credit_ledger
@@ -36,13 +24,3 @@ WHERE account_id = $1
 ORDER BY created_at DESC, id DESC
 LIMIT $2;
 
--- name: failed_held_with_bad_input
--- Failed tasks still holding credits whose input can no longer be retried.
-SELECT t.id, t.owner_id
-FROM task t
-LEFT JOIN file f ON f.id = t.input_file_id
-WHERE t.status = 'failed' AND t.charge_status = 'held'
-  AND (f.id IS NULL OR f.status <> 'ready' OR f.expires_at <= now()
-       OR f.sha256 <> t.input_sha256 OR f.size <> t.input_size)
-ORDER BY t.updated_at
-LIMIT $1;

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from litestar import get
 
-from ..web.dependencies import CurrentAccount, SiteRuntime
+from ..web.dependencies import CurrentAccount, DbPool
+from ..web.guards import ACCOUNT_GUARDS
 from .ledger import Credits, credits
 
 
-@get("/api/credits", tags=["credits"])
-async def get_credits(account: CurrentAccount, runtime: SiteRuntime) -> Credits:
+@get("/api/credits", tags=["credits"], guards=ACCOUNT_GUARDS)
+async def get_credits(account: CurrentAccount, pool: DbPool) -> Credits:
     """The balance that can be spent, and the 20 most recent ledger entries."""
-    async with runtime.pool.acquire() as conn:
+    async with pool.acquire() as conn:
         return await credits(conn, account.id)

@@ -31,9 +31,6 @@ class Queries:
         except KeyError:
             raise AttributeError(f"{self._source} has no statement named {name!r}") from None
 
-    def names(self) -> list[str]:
-        return list(self._statements)
-
 
 def parse(text: str, source: str) -> dict[str, str]:
     statements: dict[str, str] = {}

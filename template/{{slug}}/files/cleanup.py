@@ -21,10 +21,9 @@ from uuid import UUID
 import asyncpg
 
 from ..db.pool import transaction
-from ..runtime import Runtime
 from . import store
 from .errors import StorageUnavailable
-from .uploads import object_store
+from .objects import ObjectStore
 
 log = logging.getLogger(__name__)
 
@@ -34,27 +33,26 @@ STALE_UPLOAD_SECONDS = 3600
 ORPHAN_GRACE = timedelta(hours=1)
 
 
-async def expire_files(runtime: Runtime, batch: int) -> int:
+async def expire_files(pool: asyncpg.Pool, batch: int) -> int:
     """Ready files past their expiry, not pinned, become ``deleting`` (then go with the next step).
 
     Lock first, then decide in a second statement: the pin check must see pins committed
     by submits that held the row just before us (one statement's snapshot can predate them).
     """
-    async with transaction(runtime.pool) as conn:
+    async with transaction(pool) as conn:
         locked = [row["id"] for row in await conn.fetch(store.Q.lock_expired, batch)]
         if not locked:
             return 0
         return len(await conn.fetch(store.Q.claim_expired, locked))
 
 
-async def purge_claimed(runtime: Runtime, claim: str, settle: int, batch: int,
-                        finish: Callable[[asyncpg.Connection, UUID], Awaitable[bool]]) -> int:
+async def _purge_claimed(pool: asyncpg.Pool, objects: ObjectStore, claim: str, settle: int, batch: int,
+                         finish: Callable[[asyncpg.Connection, UUID], Awaitable[bool]]) -> int:
     """Rows claimed by ``claim``: delete each object, then ``finish`` each row; returns rows finished.
 
     ``claim`` is one statement (its own short transaction) returning ``id, owner_id, object_key``.
     """
-    rows = await runtime.pool.fetch(claim, batch, settle)
-    objects = object_store(runtime)
+    rows = await pool.fetch(claim, batch, settle)
     gone = []
     for row in rows:
         try:
@@ -67,29 +65,36 @@ async def purge_claimed(runtime: Runtime, claim: str, settle: int, batch: int,
     # One row per transaction, in one fixed order: a maintainer holds at most one account's
     # quota row at a time, and only for the length of one statement pair.
     for row in sorted(gone, key=lambda r: (r["owner_id"], r["id"])):
-        async with transaction(runtime.pool) as conn:
+        async with transaction(pool) as conn:
             done += await finish(conn, row["id"])
     return done
 
 
-async def purge_deleting(runtime: Runtime, batch: int, settle: int = SETTLE_SECONDS) -> int:
+async def purge_deleting(pool: asyncpg.Pool, objects: ObjectStore, batch: int, settle: int = SETTLE_SECONDS) -> int:
     """``deleting`` rows: remove the object, then mark deleted and release the quota."""
-    return await purge_claimed(runtime, store.Q.claim_deleting, settle, batch, store.finish_delete)
+    return await _purge_claimed(pool, objects, store.Q.claim_deleting, settle, batch, store.finish_delete)
 
 
-async def purge_stale_uploads(runtime: Runtime, batch: int, settle: int = STALE_UPLOAD_SECONDS) -> int:
+async def purge_stale_uploads(pool: asyncpg.Pool, objects: ObjectStore, batch: int,
+                              settle: int = STALE_UPLOAD_SECONDS) -> int:
     """Uploads stuck in ``uploading``: remove whatever object landed, the row and its quota."""
-    return await purge_claimed(runtime, store.Q.claim_stale_uploading, settle, batch, store.drop_uploading)
+    return await _purge_claimed(pool, objects, store.Q.claim_stale_uploading, settle, batch, store.drop_uploading)
 
 
-async def purge_orphans(runtime: Runtime, batch: int, grace: timedelta = ORPHAN_GRACE) -> int:
+async def purge_unpublished_results(pool: asyncpg.Pool, objects: ObjectStore, batch: int,
+                                    settle: int = SETTLE_SECONDS) -> int:
+    """Result files reserved by task attempts that are no longer running and were never published."""
+    return await _purge_claimed(pool, objects, store.Q.claim_unpublished_results, settle, batch,
+                                store.drop_uploading)
+
+
+async def purge_orphans(pool: asyncpg.Pool, objects: ObjectStore, batch: int, grace: timedelta = ORPHAN_GRACE) -> int:
     """Objects under the site's prefix with no row at all, older than ``grace``.
 
     Rows are written before objects, so an object without a row is a leftover
     (a write that landed after its upload gave up); the grace period covers
     any write still in flight.
     """
-    objects = object_store(runtime)
     cutoff = datetime.now(UTC) - grace
     removed = 0
     candidates: list[str] = []
@@ -97,19 +102,18 @@ async def purge_orphans(runtime: Runtime, batch: int, grace: timedelta = ORPHAN_
         if modified < cutoff:
             candidates.append(key)
         if len(candidates) >= 200:
-            removed += await _delete_orphans(runtime, candidates, batch - removed)
+            removed += await _delete_orphans(pool, objects, candidates, batch - removed)
             candidates = []
             if removed >= batch:
                 return removed
     if candidates:
-        removed += await _delete_orphans(runtime, candidates, batch - removed)
+        removed += await _delete_orphans(pool, objects, candidates, batch - removed)
     return removed
 
 
-async def _delete_orphans(runtime: Runtime, keys: list[str], limit: int) -> int:
-    known = {row["object_key"] for row in await runtime.pool.fetch(store.Q.known_keys, keys)}
+async def _delete_orphans(pool: asyncpg.Pool, objects: ObjectStore, keys: list[str], limit: int) -> int:
+    known = {row["object_key"] for row in await pool.fetch(store.Q.known_keys, keys)}
     orphans = [key for key in keys if key not in known][:limit]
-    objects = object_store(runtime)
     for key in orphans:
         await objects.delete(key)
     return len(orphans)

@@ -5,23 +5,24 @@ from __future__ import annotations
 import logging
 from uuid import UUID
 
+import asyncpg
+
 from ..db.pool import UNAVAILABLE_ERRORS, transaction
-from ..runtime import Runtime
 from . import store
 from .errors import FileInUse, FileNotFound, StorageUnavailable
-from .uploads import object_store
+from .objects import ObjectStore
 
 log = logging.getLogger(__name__)
 
 
-async def delete_file(runtime: Runtime, owner_id: UUID, file_id: UUID) -> bool:
+async def delete_file(pool: asyncpg.Pool, objects: ObjectStore, owner_id: UUID, file_id: UUID) -> bool:
     """True when the object is gone now; False when storage (or the database, after the row was
     hidden) failed and maintenance will finish.
 
     Either way the file is no longer the owner's to see, and its quota stays
     held until maintenance has marked it deleted.
     """
-    async with transaction(runtime.pool) as conn:
+    async with transaction(pool) as conn:
         row = await conn.fetchrow(store.Q.lock_ready_for_delete, file_id, owner_id)
         if row is None:
             raise FileNotFound()
@@ -29,12 +30,12 @@ async def delete_file(runtime: Runtime, owner_id: UUID, file_id: UUID) -> bool:
             raise FileInUse()
         await conn.execute(store.Q.mark_deleting, file_id)
     try:
-        await object_store(runtime).delete(row["object_key"])
+        await objects.delete(row["object_key"])
     except StorageUnavailable:
         log.info("file %s: object delete deferred to maintenance", file_id)
         return False
     try:
-        async with transaction(runtime.pool) as conn:
+        async with transaction(pool) as conn:
             await store.finish_delete(conn, file_id)
     except UNAVAILABLE_ERRORS as error:
         # The object is gone and the row hidden (deleting): the delete happened; maintenance

@@ -10,14 +10,15 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from datetime import datetime
 from typing import IO, Any
 from uuid import UUID
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from ..services.storage import OBJECT_TIMEOUT
+from ..services.storage import OBJECT_TIMEOUT, open_storage
+from ..settings import Settings
 from .errors import StorageUnavailable
 
 log = logging.getLogger(__name__)
@@ -108,6 +109,13 @@ class ObjectStore:
 
         return chunks()
 
+    async def reachable(self) -> bool:
+        try:
+            await self.client.head_bucket(Bucket=self.bucket)
+        except Exception:
+            return False
+        return True
+
     async def delete(self, key: str) -> None:
         """Delete the key; deleting a missing key succeeds (S3 semantics)."""
         async with _storage_call("delete"):
@@ -138,3 +146,11 @@ class ObjectStore:
         async for page in self.list_pages():
             for item in page:
                 yield item
+
+
+async def open_object_store(settings: Settings, stack: AsyncExitStack) -> ObjectStore | None:
+    """The site's bucket and prefix on its S3 client (closed with ``stack``); None without S3_ENDPOINT_URL."""
+    client = await open_storage(settings, stack)
+    if client is None:
+        return None
+    return ObjectStore(client, settings.site.bucket, settings.site.object_prefix)

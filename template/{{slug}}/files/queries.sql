@@ -2,10 +2,6 @@
 -- Ownership is part of every WHERE that serves a request: another account's id
 -- matches no row, which the caller answers as 404.
 
--- name: lock_account
--- Serialises an account's quota-changing writers (uploads, task submits).
-SELECT id FROM account WHERE id = $1 FOR UPDATE;
-
 -- name: reserve_quota
 -- Adds $2 bytes to the account's usage if it stays within the quota $3.
 INSERT INTO storage_usage AS u (account_id, used_bytes)
@@ -119,3 +115,42 @@ RETURNING id, owner_id, object_key;
 
 -- name: known_keys
 SELECT object_key FROM file WHERE object_key = ANY($1::text[]);
+
+-- ---------------------------------------------------------------- for tasks (tasks/store.py, tasks/results.py)
+
+-- name: lock_task_input
+-- The same row lock a file delete takes: whoever locks first decides.
+SELECT id, name, size, sha256, content_type, status, expires_at > now() AS unexpired
+FROM file
+WHERE id = $1 AND owner_id = $2
+FOR UPDATE;
+
+-- name: publish_result
+UPDATE file
+SET status = 'ready', sha256 = $3, ready_at = now(), updated_at = now()
+WHERE id = $1 AND owner_id = $2 AND status = 'uploading' AND kind = 'result'
+RETURNING id;
+
+-- name: claim_unpublished_results
+-- Results reserved by attempts that are no longer the running one: never published. Claimed
+-- like files' claim_deleting (updated_at moves to now(); committed at once), so no row lock is
+-- held while their objects are deleted.
+UPDATE file SET updated_at = now()
+WHERE id IN (
+    SELECT f.id
+    FROM task_attempt a
+    JOIN task t ON t.id = a.task_id
+    JOIN file f ON f.id = a.result_file_id
+    WHERE f.status = 'uploading' AND f.kind = 'result'
+      AND NOT (t.status = 'running' AND t.lease_version = a.lease_version)
+      AND f.updated_at <= now() - make_interval(secs => $2)
+    ORDER BY f.updated_at
+    LIMIT $1
+    FOR UPDATE OF f SKIP LOCKED
+)
+RETURNING id, owner_id, object_key;
+
+-- ---------------------------------------------------------------- for account deletion (auth/routes.py)
+
+-- name: account_object_keys
+SELECT object_key FROM file WHERE owner_id = $1 AND status <> 'deleted';

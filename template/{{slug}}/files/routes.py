@@ -10,14 +10,16 @@ from uuid import UUID
 
 import msgspec
 from litestar import Controller, Request, Response, delete, get, post
+from litestar.connection import ASGIConnection
+from litestar.handlers import BaseRouteHandler
 from litestar.params import FromPath, QueryParameter
 from litestar.response import Stream
 from litestar.status_codes import HTTP_201_CREATED, HTTP_202_ACCEPTED, HTTP_204_NO_CONTENT
 
-from ..runtime import Runtime
 from ..settings import FilesPolicy
-from ..web.dependencies import CurrentAccount, SiteRuntime
-from ..web.paging import PAGE_SIZE, Cursor, decode_cursor, next_cursor
+from ..web.dependencies import CurrentAccount, DbPool, Objects, SiteSettings, runtime_of
+from ..web.guards import ACCOUNT_GUARDS
+from ..web.paging import Cursor, Page, read_page
 from . import store
 from .body import receive_form, receive_raw
 from .deletion import delete_file
@@ -25,15 +27,10 @@ from .errors import FileContentLost, FilesDisabled, FilesNotConfigured, FileTooL
 from .names import clean_content_type, clean_name, content_disposition
 from .objects import ObjectMissing
 from .store import FileOut
-from .uploads import check_headroom, object_store, store_upload
+from .uploads import check_headroom, store_upload
 
 PREVIEW_BYTES = 64 * 1024
 MULTIPART_OVERHEAD = 64 * 1024
-
-
-class FilePage(msgspec.Struct, rename="camel", frozen=True):
-    items: list[FileOut]
-    next_cursor: str | None
 
 
 class Preview(msgspec.Struct, rename="camel", frozen=True):
@@ -46,9 +43,14 @@ class DeletePending(msgspec.Struct, frozen=True):
     status: str = "deleting"
 
 
-def require_storage(runtime: Runtime) -> None:
-    if runtime.storage is None:
+async def storage_configured(connection: ASGIConnection, _: BaseRouteHandler) -> None:
+    if runtime_of(connection).objects is None:
         raise FilesNotConfigured()
+
+
+async def files_enabled(connection: ASGIConnection, _: BaseRouteHandler) -> None:
+    if not runtime_of(connection).settings.policy.files.enabled:
+        raise FilesDisabled()
 
 
 def upload_route(policy: FilesPolicy):
@@ -57,13 +59,11 @@ def upload_route(policy: FilesPolicy):
     receiving = asyncio.Semaphore(policy.concurrent_uploads)
 
     @post("/api/files", status_code=HTTP_201_CREATED, tags=["files"],
+          guards=[*ACCOUNT_GUARDS, files_enabled, storage_configured],
           request_max_body_size=policy.max_file_bytes + MULTIPART_OVERHEAD)
-    async def upload_file(request: Request, account: CurrentAccount, runtime: SiteRuntime,
+    async def upload_file(request: Request, account: CurrentAccount, pool: DbPool, objects: Objects,
                           name: Annotated[str | None, QueryParameter(max_length=1024)] = None) -> FileOut:
         """Store a file: raw body (``?name=`` + Content-Type) or a multipart form (field ``file``)."""
-        if not policy.enabled:
-            raise FilesDisabled()
-        require_storage(runtime)
         form = request.content_type[0] == "multipart/form-data"
         header = request.headers.get("content-type") or ""
         if not form:
@@ -76,7 +76,8 @@ def upload_route(policy: FilesPolicy):
             if not form and announced > policy.max_file_bytes:
                 raise FileTooLarge.over(policy.max_file_bytes)
             # A form's file is at least its body less the room the other fields may take.
-            await check_headroom(runtime, account.id, max(announced - MULTIPART_OVERHEAD, 1) if form else announced)
+            at_least = max(announced - MULTIPART_OVERHEAD, 1) if form else announced
+            await check_headroom(pool, policy, account.id, at_least)
         # The slot is held until the object is stored, so at most this many temporary files
         # exist per process, whatever storage's speed.
         async with receiving:
@@ -92,8 +93,8 @@ def upload_route(policy: FilesPolicy):
                 raise UploadTooSlow() from None
             try:
                 return await store_upload(
-                    runtime, account.id, clean_name(name), clean_content_type(content_type, policy.allowed_types),
-                    body,
+                    pool, objects, policy, account.id, clean_name(name),
+                    clean_content_type(content_type, policy.allowed_types), body,
                 )
             finally:
                 body.close()
@@ -104,29 +105,28 @@ def upload_route(policy: FilesPolicy):
 class FilesController(Controller):
     path = "/api/files"
     tags = ["files"]
+    guards = ACCOUNT_GUARDS
 
     @get("/")
-    async def list_files(self, account: CurrentAccount, runtime: SiteRuntime,
-                         cursor: Cursor = None) -> FilePage:
+    async def list_files(self, account: CurrentAccount, pool: DbPool, cursor: Cursor = None) -> Page[FileOut]:
         """Ready, unexpired files of the signed-in account, newest first, 20 a page."""
-        after = decode_cursor(cursor)
-        async with runtime.pool.acquire() as conn:
-            rows = await store.list_ready(conn, account.id, after, PAGE_SIZE + 1)
-        return FilePage(items=rows[:PAGE_SIZE], next_cursor=next_cursor(rows, lambda f: (f.created_at, f.id)))
+        return await read_page(pool, cursor,
+                               lambda conn, after, limit: store.list_ready(conn, account.id, after, limit),
+                               key=lambda file: (file.created_at, file.id))
 
     @get("/{file_id:uuid}")
-    async def get_file(self, file_id: FromPath[UUID], account: CurrentAccount, runtime: SiteRuntime) -> FileOut:
-        async with runtime.pool.acquire() as conn:
+    async def get_file(self, file_id: FromPath[UUID], account: CurrentAccount, pool: DbPool) -> FileOut:
+        async with pool.acquire() as conn:
             return (await store.get_ready(conn, file_id, account.id)).public
 
-    @get("/{file_id:uuid}/preview")
-    async def preview_file(self, file_id: FromPath[UUID], account: CurrentAccount, runtime: SiteRuntime) -> Preview:
+    @get("/{file_id:uuid}/preview", guards=[storage_configured])
+    async def preview_file(self, file_id: FromPath[UUID], account: CurrentAccount, pool: DbPool,
+                           objects: Objects) -> Preview:
         """The first 64 KiB as UTF-8 text; undecodable bytes are reported, not fatal."""
-        require_storage(runtime)
-        async with runtime.pool.acquire() as conn:
+        async with pool.acquire() as conn:
             stored = await store.get_ready(conn, file_id, account.id)
         try:
-            data = await object_store(runtime).read(stored.object_key, PREVIEW_BYTES)
+            data = await objects.read(stored.object_key, PREVIEW_BYTES)
         except ObjectMissing:
             raise FileContentLost() from None
         truncated = stored.public.size > PREVIEW_BYTES
@@ -138,15 +138,14 @@ class FilesController(Controller):
             text, encoding_error = data.decode("utf-8", errors="replace"), True
         return Preview(text=text, truncated=truncated, encoding_error=encoding_error)
 
-    @get("/{file_id:uuid}/content")
-    async def download_file(self, file_id: FromPath[UUID], account: CurrentAccount, runtime: SiteRuntime) -> Stream:
+    @get("/{file_id:uuid}/content", guards=[storage_configured])
+    async def download_file(self, file_id: FromPath[UUID], account: CurrentAccount, pool: DbPool, objects: Objects,
+                            settings: SiteSettings) -> Stream:
         """The exact bytes, as an attachment."""
-        require_storage(runtime)
-        async with runtime.pool.acquire() as conn:
+        async with pool.acquire() as conn:
             stored = await store.get_ready(conn, file_id, account.id)
         try:
-            chunks = await object_store(runtime).stream(stored.object_key,
-                                                        runtime.settings.policy.files.download_seconds)
+            chunks = await objects.stream(stored.object_key, settings.policy.files.download_seconds)
         except ObjectMissing:
             raise FileContentLost() from None
         public = stored.public
@@ -163,10 +162,10 @@ class FilesController(Controller):
             },
         )
 
-    @delete("/{file_id:uuid}", status_code=HTTP_202_ACCEPTED)
-    async def delete_file(self, file_id: FromPath[UUID], account: CurrentAccount, runtime: SiteRuntime) -> Response:
+    @delete("/{file_id:uuid}", status_code=HTTP_202_ACCEPTED, guards=[storage_configured])
+    async def delete_file(self, file_id: FromPath[UUID], account: CurrentAccount, pool: DbPool,
+                          objects: Objects) -> Response:
         """204 when the file is gone; 202 when storage failed and maintenance will finish the removal."""
-        require_storage(runtime)
-        if await delete_file(runtime, account.id, file_id):
+        if await delete_file(pool, objects, account.id, file_id):
             return Response(None, status_code=HTTP_204_NO_CONTENT)
         return Response(DeletePending(), status_code=HTTP_202_ACCEPTED)

@@ -8,6 +8,7 @@ from uuid import UUID
 import asyncpg
 import msgspec
 
+from ..auth import accounts
 from ..db.queries import Queries
 from .errors import FileNotFound, QuotaExceeded
 
@@ -56,7 +57,7 @@ async def reserve(conn: asyncpg.Connection, *, file_id: UUID, owner_id: UUID, na
     ``account_locked`` and saves the round trip.
     """
     if not account_locked:
-        await conn.execute(Q.lock_account, owner_id)
+        await accounts.lock(conn, owner_id)
     if await conn.fetchval(Q.reserve_quota, owner_id, size, quota_bytes) is None:
         raise QuotaExceeded()
     await conn.execute(Q.insert_uploading, file_id, owner_id, name, content_type, size, object_key, ttl_hours, kind)
@@ -69,22 +70,24 @@ async def mark_ready(conn: asyncpg.Connection, file_id: UUID, sha256: bytes) -> 
     return to_public(row)
 
 
-async def drop_uploading(conn: asyncpg.Connection, file_id: UUID) -> bool:
-    """Undo a reservation: its own row and quota, only if it never became ready."""
-    row = await conn.fetchrow(Q.drop_uploading, file_id)
+async def _release_after(conn: asyncpg.Connection, transition: str, file_id: UUID) -> bool:
+    """Run a transition that returns ``owner_id, size`` and, only if it matched, give that size
+    back to the owner's quota: a row finished twice releases its quota once."""
+    row = await conn.fetchrow(transition, file_id)
     if row is None:
         return False
     await conn.execute(Q.release_quota, row["owner_id"], row["size"])
     return True
+
+
+async def drop_uploading(conn: asyncpg.Connection, file_id: UUID) -> bool:
+    """Undo a reservation: its own row and quota, only if it never became ready."""
+    return await _release_after(conn, Q.drop_uploading, file_id)
 
 
 async def finish_delete(conn: asyncpg.Connection, file_id: UUID) -> bool:
     """deleting -> deleted and release its quota; False if another caller finished first."""
-    row = await conn.fetchrow(Q.finish_delete, file_id)
-    if row is None:
-        return False
-    await conn.execute(Q.release_quota, row["owner_id"], row["size"])
-    return True
+    return await _release_after(conn, Q.finish_delete, file_id)
 
 
 async def get_ready(conn: asyncpg.Connection, file_id: UUID, owner_id: UUID) -> StoredFile:
@@ -103,3 +106,22 @@ async def list_ready(conn: asyncpg.Connection, owner_id: UUID, after: tuple[date
 
 async def used_bytes(conn: asyncpg.Connection, owner_id: UUID) -> int:
     return await conn.fetchval(Q.used_bytes, owner_id)
+
+
+async def object_keys(conn: asyncpg.Connection, owner_id: UUID) -> list[str]:
+    """Every object an account's files may hold (for removal after the account is deleted)."""
+    return [row["object_key"] for row in await conn.fetch(Q.account_object_keys, owner_id)]
+
+
+# --- for tasks -------------------------------------------------------------------
+
+
+async def lock_task_input(conn: asyncpg.Connection, owner_id: UUID, file_id: UUID) -> asyncpg.Record | None:
+    """Lock the owner's file row that a task would take as input (the lock a delete takes too:
+    whoever locks first decides); None when it is not the owner's."""
+    return await conn.fetchrow(Q.lock_task_input, file_id, owner_id)
+
+
+async def publish_result(conn: asyncpg.Connection, file_id: UUID, owner_id: UUID, sha256: bytes) -> bool:
+    """A task's reserved result becomes a ready file; False if it is no longer that."""
+    return await conn.fetchval(Q.publish_result, file_id, owner_id, sha256) is not None

@@ -8,18 +8,18 @@ from litestar import Request, Response, get
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from ..errors import NotFound, Unauthenticated
-from ..web.dependencies import SiteRuntime
+from ..web.dependencies import DbPool, SiteSettings
 from .exposition import render
 
 
 @get("/metrics", include_in_schema=False)
-async def metrics(request: Request, runtime: SiteRuntime) -> Response[bytes]:
+async def metrics(request: Request, pool: DbPool, settings: SiteSettings) -> Response[bytes]:
     """Without a configured token the endpoint does not exist; with one, only its bearer may read."""
-    token = runtime.settings.env.metrics_token
+    token = settings.env.metrics_token
     if not token:
         raise NotFound()
     given = request.headers.get("authorization", "")
     if not hmac.compare_digest(given.encode(), f"Bearer {token}".encode()):
         raise Unauthenticated("A valid metrics token is required.")
-    body = await render(runtime.pool, request.app.state.http_metrics)
+    body = await render(pool, request.app.state.http_metrics)
     return Response(body, media_type=CONTENT_TYPE_LATEST, headers={"Cache-Control": "no-store"})

@@ -1,1 +1,1 @@
-"""Per-account request counters in the database (SPEC §8)."""
+"""Per-account request counters in the database (docs/security.md: rate limits)."""

@@ -10,7 +10,7 @@ from aiobotocore.session import get_session
 from ..settings import Settings
 
 # One place for storage timeouts. Object reads and writes are additionally
-# bounded by asyncio.timeout at the call site (15 s, SPEC §6.3).
+# bounded by asyncio.timeout at the call site (15 s, files/objects.py).
 CONNECT_TIMEOUT = 5
 READ_TIMEOUT = 15
 OBJECT_TIMEOUT = 15.0
@@ -44,10 +44,3 @@ async def open_storage(settings: Settings, stack: AsyncExitStack):
         )
     )
 
-
-async def storage_reachable(client, bucket: str) -> bool:
-    try:
-        await client.head_bucket(Bucket=bucket)
-    except Exception:
-        return False
-    return True

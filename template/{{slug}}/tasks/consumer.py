@@ -13,13 +13,15 @@ import logging
 from typing import Literal
 from uuid import UUID
 
+import asyncpg
+
 from ..files.errors import StorageUnavailable
-from ..files.objects import ObjectMissing
-from ..files.uploads import object_store
-from ..runtime import Runtime
+from ..files.objects import ObjectMissing, ObjectStore
+from ..settings import FilesPolicy
 from . import lifecycle, results
 from .errors import ExecutionFailure, LeaseLost
 from .processors import lookup
+from .sql import Q
 from .states import ErrorCode, TaskStatus
 
 log = logging.getLogger(__name__)
@@ -27,19 +29,19 @@ log = logging.getLogger(__name__)
 Outcome = Literal["stale", "succeeded", "failed", "retry_wait", "canceled", "lease_lost"]
 
 
-async def read_input(runtime: Runtime, held: lifecycle.Claim) -> bytes:
+async def read_input(pool: asyncpg.Pool, objects: ObjectStore, held: lifecycle.Claim) -> bytes:
     """The pinned input, verified against the snapshot taken at submit — metadata and actual bytes.
 
     An input that expired after the task was accepted is still read: the pin
     keeps it for the task, without giving the owner any download right.
     """
-    row = await runtime.pool.fetchrow(lifecycle.Q.pinned_input, held.task_id)
+    row = await pool.fetchrow(Q.pinned_input, held.task_id)
     if row is None or row["status"] != "ready" or row["owner_id"] != held.owner_id:
         raise ExecutionFailure(ErrorCode.INPUT_MISSING)
     if row["size"] != held.input_size or bytes(row["sha256"]) != held.input_sha256:
         raise ExecutionFailure(ErrorCode.INPUT_INVALID)
     try:
-        data = await object_store(runtime).read(row["object_key"])
+        data = await objects.read(row["object_key"])
     except ObjectMissing:
         raise ExecutionFailure(ErrorCode.INPUT_MISSING) from None
     except StorageUnavailable:
@@ -49,26 +51,28 @@ async def read_input(runtime: Runtime, held: lifecycle.Claim) -> bytes:
     return data
 
 
-async def execute(runtime: Runtime, task_id: UUID, dispatch_version: int) -> Outcome:
-    held = await lifecycle.claim(runtime.pool, task_id, dispatch_version)
+async def execute(pool: asyncpg.Pool, objects: ObjectStore, policy: FilesPolicy, task_id: UUID,
+                  dispatch_version: int) -> Outcome:
+    """Run one delivery of a task: ``policy`` bounds the result (size, quota, expiry)."""
+    held = await lifecycle.claim(pool, task_id, dispatch_version)
     if held is None:
         return "stale"
     reserved: results.Reserved | None = None
     try:
         processor = lookup(held.processor, held.processor_version)
-        output = processor(await read_input(runtime, held), held.params)
-        reserved = await results.reserve(runtime, held, len(output))
-        await results.write(runtime, reserved, output)
-        status = await results.publish(runtime, held, reserved, output)
+        output = processor(await read_input(pool, objects, held), held.params)
+        reserved = await results.reserve(pool, objects, policy, held, len(output))
+        await results.write(objects, reserved, output)
+        status = await results.publish(pool, held, reserved, output)
     except ExecutionFailure as failure:
         try:
-            status = await lifecycle.settle_failure(runtime, held, failure.code)
+            status = await lifecycle.settle_failure(pool, held, failure.code)
         except LeaseLost:
             status = None
     except LeaseLost:
         status = None
     if status is not TaskStatus.SUCCEEDED and reserved is not None:
-        await results.discard(runtime, reserved)
+        await results.discard(pool, objects, reserved)
     if status is None:
         log.info("task %s: lease %d lost; its outcome was discarded", task_id, held.lease_version)
         return "lease_lost"

@@ -5,7 +5,7 @@ and applies the transition; the message is acknowledged only after it
 commits. Classes:
 
 ``applied``   the task was still waiting for this delivery → failed / DELIVERY_EXHAUSTED, pin released;
-              a hold stays while the owner may retry (SPEC 7: a retryable failure keeps it,
+              a hold stays while the owner may retry (docs/charges.md: a retryable failure keeps it,
               cancel abandons and refunds), else it is refunded
 ``deferred``  the task is running: its lease stands, a real result may still publish
 ``stale``     an older dispatch version, or a task already past waiting
@@ -19,30 +19,19 @@ captcha tokens or provider errors.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 from typing import Any
 
-import msgspec
+import asyncpg
 
-from ..charges import ledger
+from ..auth import accounts
 from ..db.pool import transaction
-from ..files.store import Q as FILES
-from ..runtime import Runtime
-from .actors import parse_task_message
-from .lifecycle import Q
+from . import billing
+from .messages import message_identity, parse_task_message
+from .sql import Q
 from .states import MANUAL_RETRY, ErrorCode, TaskStatus
 
 log = logging.getLogger(__name__)
-
-
-def message_identity(message: dict[str, Any]) -> tuple[str, str]:
-    queue = message.get("queue_name")
-    message_id = message.get("message_id")
-    if isinstance(queue, str) and isinstance(message_id, str) and 0 < len(queue) <= 200 and 0 < len(message_id) <= 200:
-        return queue.removesuffix(".DQ").removesuffix(".XQ"), message_id
-    # Without an id of its own, a digest of the message stands in (the body itself is never kept).
-    return "unknown", "sha256:" + hashlib.sha256(msgspec.json.encode(message, order="sorted")).hexdigest()
 
 
 def classify(status: str, task_version: int, message_version: int) -> str:
@@ -55,11 +44,11 @@ def classify(status: str, task_version: int, message_version: int) -> str:
     return "stale"
 
 
-async def receive(runtime: Runtime, message: dict[str, Any]) -> str:
+async def receive(pool: asyncpg.Pool, message: dict[str, Any]) -> str:
     queue, message_id = message_identity(message if isinstance(message, dict) else {})
     kwargs = message.get("kwargs") if isinstance(message, dict) else None
     parsed = parse_task_message(kwargs) if isinstance(kwargs, dict) else None
-    async with transaction(runtime.pool) as conn:
+    async with transaction(pool) as conn:
         if parsed is None:
             classification, task_id, version = "invalid", None, None
         else:
@@ -68,7 +57,7 @@ async def receive(runtime: Runtime, message: dict[str, Any]) -> str:
             if owner is None:
                 classification, task_id, version = "missing", None, None
             else:
-                await conn.execute(FILES.lock_account, owner)
+                await accounts.lock(conn, owner)
                 task = await conn.fetchrow(Q.lock_task, task_id)
                 classification = classify(task["status"], task["dispatch_version"], version)
         if await conn.fetchval(Q.insert_dead_letter, queue, message_id, task_id, version, classification) is None:
@@ -77,9 +66,9 @@ async def receive(runtime: Runtime, message: dict[str, Any]) -> str:
         if classification == "applied":
             await conn.execute(Q.dead_letter_waiting, task_id, version)
             await conn.execute(Q.release_pin, task_id)
-            # SPEC 7: a failure the owner may retry keeps its hold (cancel abandons it and refunds).
+            # docs/charges.md: a failure the owner may retry keeps its hold (cancel abandons it and refunds).
             if not (ErrorCode.DELIVERY_EXHAUSTED in MANUAL_RETRY and task["attempt_count"] < task["max_attempts"]):
-                await ledger.refund(conn, task_id)
+                await billing.refund(conn, task_id)
         elif classification == "deferred":
             await conn.execute(Q.mark_dead_lettered, task_id)
     log.warning("dead letter %s/%s: %s", queue, message_id, classification)

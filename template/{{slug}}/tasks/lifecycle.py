@@ -14,16 +14,15 @@ from uuid import UUID
 import asyncpg
 import msgspec
 
-from ..charges import ledger
+from ..auth import accounts
 from ..db.pool import transaction
-from ..files.store import Q as FILES
-from ..runtime import Runtime
-from . import delivery
+from . import billing, delivery
 from .errors import LeaseLost
+from .messages import TaskQueue
 from .processors import known
+from .sql import Q
 from .states import AUTO_RETRY, EXECUTION_LEASE_SECONDS, MANUAL_RETRY, ErrorCode, TaskStatus, retry_delay_seconds
 
-Q = delivery.Q
 log = logging.getLogger(__name__)
 
 
@@ -49,27 +48,12 @@ async def claim(pool: asyncpg.Pool, task_id: UUID, dispatch_version: int) -> Cla
     # One statement is one transaction: the claim and its attempt row commit together
     # without a BEGIN and COMMIT of their own.
     row = await pool.fetchrow(Q.claim_task, task_id, dispatch_version, EXECUTION_LEASE_SECONDS)
-    if row is None:
-        return None
-    return Claim(
-        task_id=row["id"],
-        owner_id=row["owner_id"],
-        lease_version=row["lease_version"],
-        processor=row["processor"],
-        processor_version=row["processor_version"],
-        params=row["params"],
-        input_file_id=row["input_file_id"],
-        input_name=row["input_name"],
-        input_size=row["input_size"],
-        input_sha256=bytes(row["input_sha256"]),
-        attempt_count=row["attempt_count"],
-        max_attempts=row["max_attempts"],
-    )
+    return None if row is None else Claim(**row)
 
 
 async def lock_lease(conn: asyncpg.Connection, held: Claim) -> asyncpg.Record:
     """Lock the account, then the task — only while ``held`` is still its live lease."""
-    await conn.execute(FILES.lock_account, held.owner_id)
+    await accounts.lock(conn, held.owner_id)
     row = await conn.fetchrow(Q.lock_leased, held.task_id, held.lease_version)
     if row is None:
         raise LeaseLost()
@@ -77,19 +61,19 @@ async def lock_lease(conn: asyncpg.Connection, held: Claim) -> asyncpg.Record:
 
 
 async def settle_canceled(conn: asyncpg.Connection, task_id: UUID, lease_version: int) -> None:
-    await ledger.refund(conn, task_id)
+    await billing.refund(conn, task_id)
     await conn.execute(Q.settle_canceled, task_id, lease_version)
     await conn.execute(Q.end_attempt, task_id, lease_version, "canceled", None)
     await conn.execute(Q.release_pin, task_id)
 
 
-async def settle_failure(runtime: Runtime, held: Claim, code: ErrorCode) -> TaskStatus:
+async def settle_failure(pool: asyncpg.Pool, held: Claim, code: ErrorCode) -> TaskStatus:
     """Record a classified failure of the current attempt.
 
     A requested cancel wins; STORAGE_UNAVAILABLE with budget left waits and
     retries; anything else fails the task and releases its pin.
     """
-    async with transaction(runtime.pool) as conn:
+    async with transaction(pool) as conn:
         row = await lock_lease(conn, held)
         if row["cancel_requested_at"] is not None:
             await settle_canceled(conn, held.task_id, held.lease_version)
@@ -109,25 +93,26 @@ async def settle_failed(conn: asyncpg.Connection, task_id: UUID, lease_version: 
     """Fail the current attempt. A failure the owner may retry keeps its hold (they may abandon it
     to get it back); any other failure refunds at once."""
     if not retryable:
-        await ledger.refund(conn, task_id)
+        await billing.refund(conn, task_id)
     await conn.execute(Q.settle_failed, task_id, lease_version, code.value)
     await conn.execute(Q.end_attempt, task_id, lease_version, "failed", code.value)
     await conn.execute(Q.release_pin, task_id)
 
 
-async def recover_expired_leases(runtime: Runtime, batch: int) -> int:
+async def recover_expired_leases(pool: asyncpg.Pool, queue: TaskQueue | None, batch: int) -> int:
     """Maintenance: running tasks whose 2-minute lease passed.
 
     Known deterministic processor with budget left → pending and redelivered
     under a new dispatch version; budget spent → failed / LEASE_EXPIRED;
     unknown processor → reconciling (pin kept, no automatic delivery); a
-    requested cancel is settled now.
+    requested cancel is settled now. Without a broker (``queue`` None) redelivery is left to the
+    re-send step of a maintainer that has one.
     """
     recovered = 0
     redeliver: list[UUID] = []
-    for candidate in await runtime.pool.fetch(Q.expired_leases, batch):
-        async with transaction(runtime.pool) as conn:
-            await conn.execute(FILES.lock_account, candidate["owner_id"])
+    for candidate in await pool.fetch(Q.expired_leases, batch):
+        async with transaction(pool) as conn:
+            await accounts.lock(conn, candidate["owner_id"])
             row = await conn.fetchrow(Q.lock_expired_lease, candidate["id"])
             if row is None:  # settled meanwhile, or another maintainer has it
                 continue
@@ -146,19 +131,19 @@ async def recover_expired_leases(runtime: Runtime, batch: int) -> int:
                 await conn.execute(Q.end_attempt, task_id, version, "lease_expired", ErrorCode.LEASE_EXPIRED.value)
                 await settle_failed(conn, task_id, version, ErrorCode.LEASE_EXPIRED, retryable=False)
         recovered += 1
-    for task_id in redeliver:
-        await delivery.dispatch(runtime, task_id)
+    for task_id in redeliver if queue is not None else ():
+        await delivery.dispatch(pool, queue, task_id)
     return recovered
 
 
-async def refund_unretryable(runtime: Runtime, batch: int) -> int:
+async def refund_unretryable(pool: asyncpg.Pool, batch: int) -> int:
     """Maintenance: failed tasks that still hold credits although their input is gone or changed
     (so they can never be retried) get their hold back."""
     refunded = 0
-    for candidate in await runtime.pool.fetch(ledger.Q.failed_held_with_bad_input, batch):
-        async with transaction(runtime.pool) as conn:
-            await conn.execute(FILES.lock_account, candidate["owner_id"])
+    for candidate in await pool.fetch(Q.failed_held_with_bad_input, batch):
+        async with transaction(pool) as conn:
+            await accounts.lock(conn, candidate["owner_id"])
             if await conn.fetchval(Q.lock_failed_held, candidate["id"]) is None:
                 continue
-            refunded += await ledger.refund(conn, candidate["id"])
+            refunded += await billing.refund(conn, candidate["id"])
     return refunded

@@ -4,7 +4,7 @@
 -- Every write-back of an executor carries its lease_version in the WHERE, so a
 -- stale executor's statement matches nothing.
 --
--- dispatch_version names a delivery round (SPEC 6.2). Exactly the statements that
+-- dispatch_version names a delivery round (docs/tasks.md, delivery.py). Exactly the statements that
 -- start a round bump it: insert_task, retry_failed, settle_pending and
 -- lease_due_deliveries leaving retry_wait. Sends and re-sends never do.
 
@@ -15,13 +15,6 @@ SELECT id, request_fingerprint FROM task WHERE owner_id = $1 AND request_key = $
 
 -- name: count_active
 SELECT count(*) FROM task WHERE owner_id = $1 AND task_is_active(status);
-
--- name: lock_input_file
--- The same row lock a file delete takes: whoever locks first decides.
-SELECT id, name, size, sha256, content_type, status, expires_at > now() AS unexpired
-FROM file
-WHERE id = $1 AND owner_id = $2
-FOR UPDATE;
 
 -- name: insert_task
 -- The first delivery round: dispatch version 1.
@@ -40,30 +33,13 @@ DELETE FROM task_input_pin WHERE task_id = $1;
 -- ---------------------------------------------------------------- reads (store.py)
 
 -- name: public_task
-SELECT t.id, t.status, t.processor, t.processor_version, t.params, t.input_file_id, t.input_name,
-       t.input_size, t.attempt_count, t.max_attempts, t.error_code, t.cancel_requested_at,
-       t.result_file_id, r.name AS result_name, r.size AS result_size, r.sha256 AS result_sha256,
-       -- the owner can no longer get it (deleted, being deleted, expired): never advertise it
-       (t.result_file_id IS NOT NULL AND (r.id IS NULL OR r.status <> 'ready' OR r.expires_at <= now()))
-           AS result_gone,
-       t.dead_lettered_at, t.price, t.charge_status, t.created_at, t.updated_at, t.finished_at
-FROM task t
-LEFT JOIN file r ON r.id = t.result_file_id
-WHERE t.id = $1 AND t.owner_id = $2;
+SELECT * FROM task_view WHERE id = $1 AND owner_id = $2;
 
 -- name: list_tasks
-SELECT t.id, t.status, t.processor, t.processor_version, t.params, t.input_file_id, t.input_name,
-       t.input_size, t.attempt_count, t.max_attempts, t.error_code, t.cancel_requested_at,
-       t.result_file_id, r.name AS result_name, r.size AS result_size, r.sha256 AS result_sha256,
-       -- the owner can no longer get it (deleted, being deleted, expired): never advertise it
-       (t.result_file_id IS NOT NULL AND (r.id IS NULL OR r.status <> 'ready' OR r.expires_at <= now()))
-           AS result_gone,
-       t.dead_lettered_at, t.price, t.charge_status, t.created_at, t.updated_at, t.finished_at
-FROM task t
-LEFT JOIN file r ON r.id = t.result_file_id
-WHERE t.owner_id = $1
-  AND ($2::timestamptz IS NULL OR (t.created_at, t.id) < ($2, $3::uuid))
-ORDER BY t.created_at DESC, t.id DESC
+SELECT * FROM task_view
+WHERE owner_id = $1
+  AND ($2::timestamptz IS NULL OR (created_at, id) < ($2, $3::uuid))
+ORDER BY created_at DESC, id DESC
 LIMIT $4;
 
 -- ---------------------------------------------------------------- cancel / retry (store.py)
@@ -155,11 +131,11 @@ WITH claimed AS (
         delivery_token = NULL, delivery_lease_expires_at = NULL, queued_at = NULL, updated_at = now()
     WHERE id = $1 AND dispatch_version = $2 AND status IN ('pending', 'queued')
       AND attempt_count < max_attempts
-    RETURNING id, owner_id, lease_version, processor, processor_version, params, input_file_id,
+    RETURNING id AS task_id, owner_id, lease_version, processor, processor_version, params, input_file_id,
               input_name, input_size, input_sha256, attempt_count, max_attempts
 ), attempt AS (
     INSERT INTO task_attempt (task_id, lease_version)
-    SELECT id, lease_version FROM claimed
+    SELECT task_id, lease_version FROM claimed
 )
 SELECT * FROM claimed;
 
@@ -235,31 +211,6 @@ UPDATE task_attempt SET result_file_id = $3
 WHERE task_id = $1 AND lease_version = $2 AND ended_at IS NULL AND result_file_id IS NULL
 RETURNING id;
 
--- name: publish_result_file
-UPDATE file
-SET status = 'ready', sha256 = $3, ready_at = now(), updated_at = now()
-WHERE id = $1 AND owner_id = $2 AND status = 'uploading' AND kind = 'result'
-RETURNING id;
-
--- name: claim_unpublished_results
--- Results reserved by attempts that are no longer the running one: never published. Claimed
--- like files' claim_deleting (updated_at moves to now(); committed at once), so no row lock is
--- held while their objects are deleted.
-UPDATE file SET updated_at = now()
-WHERE id IN (
-    SELECT f.id
-    FROM task_attempt a
-    JOIN task t ON t.id = a.task_id
-    JOIN file f ON f.id = a.result_file_id
-    WHERE f.status = 'uploading' AND f.kind = 'result'
-      AND NOT (t.status = 'running' AND t.lease_version = a.lease_version)
-      AND f.updated_at <= now() - make_interval(secs => $2)
-    ORDER BY f.updated_at
-    LIMIT $1
-    FOR UPDATE OF f SKIP LOCKED
-)
-RETURNING id, owner_id, object_key;
-
 -- ---------------------------------------------------------------- dead letters (dead_letters.py)
 
 -- name: task_owner
@@ -304,3 +255,28 @@ FROM task_attempt WHERE task_id = $1 ORDER BY lease_version;
 -- name: inspect_dead_letters
 SELECT queue_name, message_id, dispatch_version, classification, received_at
 FROM task_dead_letter WHERE task_id = $1 ORDER BY received_at;
+
+-- ---------------------------------------------------------------- charges of a task (billing.py)
+
+-- name: start_charge_round
+-- A retry of a refunded task holds its quoted price again, in a new round.
+UPDATE task SET charge_status = 'held', charge_round = charge_round + 1, updated_at = now()
+WHERE id = $1 AND charge_status = 'refunded'
+RETURNING owner_id, price, charge_round;
+
+-- name: settle_charge
+-- held -> captured or refunded, once per round.
+UPDATE task SET charge_status = $2, updated_at = now()
+WHERE id = $1 AND charge_status = 'held'
+RETURNING owner_id, price, charge_round;
+
+-- name: failed_held_with_bad_input
+-- Failed tasks still holding credits whose input can no longer be retried.
+SELECT t.id, t.owner_id
+FROM task t
+LEFT JOIN file f ON f.id = t.input_file_id
+WHERE t.status = 'failed' AND t.charge_status = 'held'
+  AND (f.id IS NULL OR f.status <> 'ready' OR f.expires_at <= now()
+       OR f.sha256 <> t.input_sha256 OR f.size <> t.input_size)
+ORDER BY t.updated_at
+LIMIT $1;

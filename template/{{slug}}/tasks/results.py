@@ -15,15 +15,18 @@ import uuid
 from dataclasses import dataclass
 from uuid import UUID
 
-from ..charges import ledger
+import asyncpg
+
 from ..db.pool import transaction
 from ..files import store as files
 from ..files.errors import QuotaExceeded, StorageUnavailable
-from ..files.uploads import object_store
-from ..runtime import Runtime
+from ..files.objects import ObjectStore
+from ..settings import FilesPolicy
+from . import billing
 from .errors import ExecutionFailure, LeaseLost
-from .lifecycle import Claim, Q, lock_lease, settle_canceled
+from .lifecycle import Claim, lock_lease, settle_canceled
 from .processors import result_name
+from .sql import Q
 from .states import ErrorCode, TaskStatus
 
 log = logging.getLogger(__name__)
@@ -37,15 +40,15 @@ class Reserved:
     object_key: str
 
 
-async def reserve(runtime: Runtime, held: Claim, size: int) -> Reserved:
+async def reserve(pool: asyncpg.Pool, objects: ObjectStore, policy: FilesPolicy, held: Claim,
+                  size: int) -> Reserved:
     """An ``uploading`` result file linked to this attempt, with its quota taken."""
-    policy = runtime.settings.policy.files
     if size > policy.max_file_bytes:
         raise ExecutionFailure(ErrorCode.RESULT_TOO_LARGE)
     file_id = uuid.uuid4()
-    key = object_store(runtime).key_for(held.owner_id, file_id)
+    key = objects.key_for(held.owner_id, file_id)
     try:
-        async with transaction(runtime.pool) as conn:
+        async with transaction(pool) as conn:
             await lock_lease(conn, held)  # account, then task: the lease must be ours
             await files.reserve(
                 conn, file_id=file_id, owner_id=held.owner_id, name=result_name(held.input_name),
@@ -59,44 +62,44 @@ async def reserve(runtime: Runtime, held: Claim, size: int) -> Reserved:
     return Reserved(file_id=file_id, object_key=key)
 
 
-async def write(runtime: Runtime, reserved: Reserved, output: bytes) -> None:
+async def write(objects: ObjectStore, reserved: Reserved, output: bytes) -> None:
     try:
-        await object_store(runtime).put(reserved.object_key, output, len(output), RESULT_TYPE)
+        await objects.put(reserved.object_key, output, len(output), RESULT_TYPE)
     except StorageUnavailable:
         raise ExecutionFailure(ErrorCode.STORAGE_UNAVAILABLE) from None
 
 
-async def publish(runtime: Runtime, held: Claim, reserved: Reserved, output: bytes) -> TaskStatus:
+async def publish(pool: asyncpg.Pool, held: Claim, reserved: Reserved, output: bytes) -> TaskStatus:
     """Succeed with the result — or, if cancel was requested meanwhile, settle canceled (output discarded)."""
     digest = hashlib.sha256(output).digest()
-    async with transaction(runtime.pool) as conn:
+    async with transaction(pool) as conn:
         row = await lock_lease(conn, held)
         if row["attempt_result_id"] != reserved.file_id:
             raise LeaseLost()
         if row["cancel_requested_at"] is not None:
             await settle_canceled(conn, held.task_id, held.lease_version)
             return TaskStatus.CANCELED
-        if await conn.fetchval(Q.publish_result_file, reserved.file_id, held.owner_id, digest) is None:
+        if not await files.publish_result(conn, reserved.file_id, held.owner_id, digest):
             raise LeaseLost()
-        await ledger.capture(conn, held.task_id)
+        await billing.capture(conn, held.task_id)
         await conn.execute(Q.settle_succeeded, held.task_id, held.lease_version, reserved.file_id)
         await conn.execute(Q.end_attempt, held.task_id, held.lease_version, "succeeded", None)
         await conn.execute(Q.release_pin, held.task_id)
         return TaskStatus.SUCCEEDED
 
 
-async def discard(runtime: Runtime, reserved: Reserved) -> None:
+async def discard(pool: asyncpg.Pool, objects: ObjectStore, reserved: Reserved) -> None:
     """Remove this attempt's result — only while it is unpublished.
 
     The row goes first, and only if still ``uploading``: if a publish commit
     succeeded but its answer was lost, the row is ``ready`` and nothing here
     touches it or its object.
     """
-    async with transaction(runtime.pool) as conn:
+    async with transaction(pool) as conn:
         dropped = await files.drop_uploading(conn, reserved.file_id)
     if not dropped:
         return
     try:
-        await object_store(runtime).delete(reserved.object_key)
+        await objects.delete(reserved.object_key)
     except StorageUnavailable:
         log.info("result %s: object left for orphan cleanup", reserved.file_id)

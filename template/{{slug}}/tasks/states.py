@@ -42,8 +42,6 @@ class TaskStatus(StrEnum):
 # Mirrors the database function task_is_active (0004).
 ACTIVE = frozenset({TaskStatus.PENDING, TaskStatus.QUEUED, TaskStatus.RUNNING, TaskStatus.RETRY_WAIT,
                     TaskStatus.RECONCILING})
-WAITING = frozenset({TaskStatus.PENDING, TaskStatus.QUEUED, TaskStatus.RETRY_WAIT})
-TERMINAL = frozenset(TaskStatus) - ACTIVE
 
 
 class ErrorCode(StrEnum):

@@ -16,16 +16,16 @@ import asyncpg
 import msgspec
 from msgspec import Meta
 
+from ..auth import accounts
 from ..charges import ledger
-from ..db.queries import Queries
+from ..files import store as files
 from ..files.errors import FileNotFound
-from ..files.store import Q as FILES
-from ..settings import Settings
+from ..settings import ChargesPolicy, TasksPolicy
+from . import billing
 from .errors import ActiveLimit, NotRetryable, RequestConflict, TaskNotFound, TaskRejected
 from .processors import current_version, known
+from .sql import Q
 from .states import ACTIVE, MANUAL_RETRY, TaskStatus
-
-Q = Queries.load(__package__)
 
 TEXT_INPUT_TYPE = "text/plain"
 
@@ -149,7 +149,7 @@ def fingerprint(processor: str, version: int, file_id: UUID, params: NormalizePa
 
 async def lock_input(conn: asyncpg.Connection, owner_id: UUID, file_id: UUID) -> asyncpg.Record:
     """Lock the input file row (the lock delete takes too) and check it can be a task input."""
-    row = await conn.fetchrow(Q.lock_input_file, file_id, owner_id)
+    row = await files.lock_task_input(conn, owner_id, file_id)
     if row is None or row["status"] != "ready" or not row["unexpired"]:
         raise FileNotFound("The input file is not available (deleted, expired or not yours).")
     if row["content_type"] != TEXT_INPUT_TYPE:
@@ -162,7 +162,7 @@ async def check_active_limit(conn: asyncpg.Connection, owner_id: UUID, max_activ
         raise ActiveLimit()
 
 
-async def submit(conn: asyncpg.Connection, settings: Settings, owner_id: UUID,
+async def submit(conn: asyncpg.Connection, policy: TasksPolicy, charges: ChargesPolicy, owner_id: UUID,
                  body: SubmitBody) -> tuple[UUID, bool]:
     """Create the task (pending) and its pin in the caller's transaction.
 
@@ -172,20 +172,20 @@ async def submit(conn: asyncpg.Connection, settings: Settings, owner_id: UUID,
     """
     version = current_version(body.processor)
     digest = fingerprint(body.processor, version, body.file_id, body.params)
-    await conn.execute(FILES.lock_account, owner_id)
+    await accounts.lock(conn, owner_id)
     existing = await conn.fetchrow(Q.task_by_request_key, owner_id, body.request_key)
     if existing is not None:
         if bytes(existing["request_fingerprint"]) != digest:
             raise RequestConflict()
         return existing["id"], False  # the same request again: never run twice
-    await check_active_limit(conn, owner_id, settings.policy.tasks.max_active)
+    await check_active_limit(conn, owner_id, policy.max_active)
     file = await lock_input(conn, owner_id, body.file_id)
     task_id = uuid.uuid4()
-    price = ledger.quote(settings, body.processor, version)
+    price = ledger.quote(charges, body.processor, version)
     await conn.execute(
         Q.insert_task, task_id, owner_id, body.request_key, digest, body.processor, version,
         file["id"], file["name"], file["size"], file["sha256"], msgspec.to_builtins(body.params),
-        settings.policy.tasks.max_attempts, price,
+        policy.max_attempts, price,
     )
     await conn.execute(Q.insert_pin, task_id, file["id"])
     if price:
@@ -218,29 +218,29 @@ async def cancel(conn: asyncpg.Connection, owner_id: UUID, task_id: UUID) -> Non
     Terminal tasks are unchanged — except that a failed task still holding
     credits (a retryable failure) is abandoned: its hold is refunded.
     """
-    await conn.execute(FILES.lock_account, owner_id)
+    await accounts.lock(conn, owner_id)
     task = await conn.fetchrow(Q.lock_own_task, task_id, owner_id)
     if task is None:
         raise TaskNotFound()
     status = TaskStatus(task["status"])
     if status in (TaskStatus.PENDING, TaskStatus.QUEUED, TaskStatus.RETRY_WAIT):
-        await ledger.refund(conn, task_id)
+        await billing.refund(conn, task_id)
         await conn.execute(Q.cancel_waiting, task_id)
         await conn.execute(Q.release_pin, task_id)
     elif status in ACTIVE:
         await conn.execute(Q.request_cancel, task_id)
     elif status == TaskStatus.FAILED:
-        await ledger.refund(conn, task_id)
+        await billing.refund(conn, task_id)
 
 
-async def retry(conn: asyncpg.Connection, settings: Settings, owner_id: UUID, task_id: UUID) -> None:
+async def retry(conn: asyncpg.Connection, policy: TasksPolicy, owner_id: UUID, task_id: UUID) -> None:
     """A failed task with an eligible code and budget left goes back to pending, re-pinned.
 
     Re-checks what submit checked: the active limit, the processor version and
     the original input (still ready, unexpired and byte-for-byte the same).
     The attempt budget is never reset.
     """
-    await conn.execute(FILES.lock_account, owner_id)
+    await accounts.lock(conn, owner_id)
     task = await conn.fetchrow(Q.lock_own_task, task_id, owner_id)
     if task is None:
         raise TaskNotFound()
@@ -248,7 +248,7 @@ async def retry(conn: asyncpg.Connection, settings: Settings, owner_id: UUID, ta
         raise NotRetryable()
     if not known(task["processor"], task["processor_version"]):
         raise NotRetryable("This task's processor version is no longer available. Start a new task.")
-    await check_active_limit(conn, owner_id, settings.policy.tasks.max_active)
+    await check_active_limit(conn, owner_id, policy.max_active)
     try:
         file = await lock_input(conn, owner_id, task["input_file_id"])
     except (FileNotFound, TaskRejected):
@@ -257,4 +257,4 @@ async def retry(conn: asyncpg.Connection, settings: Settings, owner_id: UUID, ta
         raise NotRetryable("The input file changed. Start a new task.")
     await conn.execute(Q.retry_failed, task_id)
     await conn.execute(Q.insert_pin, task_id, file["id"])
-    await ledger.hold_again(conn, task_id)
+    await billing.hold_again(conn, task_id)

@@ -1,34 +1,53 @@
-"""Litestar dependencies: the runtime's parts and the signed-in account."""
+"""Litestar dependencies: the runtime's parts, one each, and the signed-in account."""
 
 from __future__ import annotations
 
 import asyncpg
 from litestar import Request
+from litestar.connection import ASGIConnection
 from litestar.datastructures import State
 from litestar.di import NamedDependency, Provide
 
 from ..auth.sessions import Account, account_for_token
-from ..errors import Unauthenticated
-from ..ratelimits.counters import take
+from ..files.objects import ObjectStore
 from ..runtime import Runtime
 from ..settings import Settings
+from ..tasks.messages import TaskQueue
 
 # Handler parameters are injected by name; these aliases mark them as dependencies.
 DbPool = NamedDependency[asyncpg.Pool]
 SiteSettings = NamedDependency[Settings]
-SiteRuntime = NamedDependency[Runtime]
+Objects = NamedDependency[ObjectStore]  # declare with the storage_configured guard: never None there
+ObjectsIfAny = NamedDependency[ObjectStore | None]
+Queue = NamedDependency[TaskQueue]  # declare with a guard that refuses a site without a broker
 CurrentAccount = NamedDependency[Account]
 
 
-def client_address(request: Request) -> str | None:
+def runtime_of(connection: ASGIConnection) -> Runtime:
+    """The process's runtime, for guards (which run before dependencies are resolved)."""
+    return connection.app.state.runtime
+
+
+def client_address(request: ASGIConnection) -> str | None:
     """The client's address for throttles, captcha and logs. Behind a proxy listed in
     ``[web] trusted_proxies`` the web server (uvicorn's proxy headers) has already put the
     X-Forwarded-For client here; from any other peer it is the peer itself."""
     return request.client.host if request.client else None
 
 
-def provide_runtime(state: State) -> Runtime:
-    return state.runtime
+async def session_account(conn: asyncpg.Connection, request: ASGIConnection, settings: Settings) -> Account | None:
+    """The live session's account, from the cookie named for this site only: a browser holding
+    cookies of several sites on one host always resolves to this site's own session."""
+    return await account_for_token(conn, settings, request.cookies.get(settings.session_cookie, ""))
+
+
+def provide_account(request: Request) -> Account:
+    """The account the ``signed_in`` guard found. Declaring it checks nothing and counts nothing:
+    the guards do, in the order the route lists them."""
+    account = request.state.get("account")
+    if account is None:
+        raise RuntimeError("a handler takes `account` without the signed_in guard")
+    return account
 
 
 def provide_settings(state: State) -> Settings:
@@ -39,30 +58,18 @@ def provide_pool(state: State) -> asyncpg.Pool:
     return state.runtime.pool
 
 
-async def session_account(conn: asyncpg.Connection, request: Request, settings: Settings) -> Account | None:
-    """The live session's account, from the cookie named for this site only: a browser holding
-    cookies of several sites on one host always resolves to this site's own session."""
-    return await account_for_token(conn, settings, request.cookies.get(settings.session_cookie, ""))
+def provide_objects(state: State) -> ObjectStore | None:
+    return state.runtime.objects
 
 
-async def provide_account(request: Request, pool: DbPool, settings: SiteSettings) -> Account:
-    """The signed-in account, counted against its rate limit (reads (GET/HEAD) and writes apart)."""
-    if settings.session_cookie not in request.cookies:
-        raise Unauthenticated()
-    policy = settings.policy.tasks
-    reading = request.method in ("GET", "HEAD")
-    async with pool.acquire() as conn:
-        account = await session_account(conn, request, settings)
-        if account is None:
-            raise Unauthenticated()
-        await take(conn, account.id, "read" if reading else "write",
-                   policy.reads_per_minute if reading else policy.writes_per_minute)
-    return account
+def provide_queue(state: State) -> TaskQueue | None:
+    return state.runtime.queue
 
 
 DEPENDENCIES = {
-    "runtime": Provide(provide_runtime, sync_to_thread=False),
     "settings": Provide(provide_settings, sync_to_thread=False),
     "pool": Provide(provide_pool, sync_to_thread=False),
-    "account": Provide(provide_account),
+    "objects": Provide(provide_objects, sync_to_thread=False),
+    "queue": Provide(provide_queue, sync_to_thread=False),
+    "account": Provide(provide_account, sync_to_thread=False),
 }

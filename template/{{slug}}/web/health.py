@@ -7,14 +7,13 @@ import time
 from typing import Literal
 
 import msgspec
-from litestar import Response, get
+from litestar import Request, Response, get
 from litestar.datastructures import State
 from litestar.status_codes import HTTP_200_OK, HTTP_503_SERVICE_UNAVAILABLE
 
 from ..runtime import Runtime
 from ..services.broker import broker_reachable
-from ..services.storage import storage_reachable
-from .dependencies import SiteRuntime
+from .dependencies import runtime_of
 
 Check = Literal["ok", "down", "absent"]
 
@@ -49,12 +48,12 @@ async def _database_ok(runtime: Runtime) -> bool:
 
 
 @get("/readyz", tags=["health"])
-async def readyz(runtime: SiteRuntime, state: State) -> Response[Readiness]:
+async def readyz(request: Request, state: State) -> Response[Readiness]:
     """Database, broker and storage reachable (checked at most every few seconds per process).
     A service the site runs without is "absent"."""
     checked_at, checks = state.get("readiness", (-READY_CACHE_SECONDS, None))
     if checks is None or time.monotonic() - checked_at >= READY_CACHE_SECONDS:
-        checks = await _check(runtime)
+        checks = await _check(runtime_of(request))
         state.readiness = (time.monotonic(), checks)
     return Response(
         checks,
@@ -71,8 +70,8 @@ async def _check(runtime: Runtime) -> Readiness:
 
     database, broker, storage = await asyncio.gather(
         _database_ok(runtime),
-        optional(runtime.broker, lambda: broker_reachable(runtime.broker)),
-        optional(runtime.storage, lambda: storage_reachable(runtime.storage, runtime.settings.site.bucket)),
+        optional(runtime.queue, lambda: broker_reachable(runtime.queue.broker)),
+        optional(runtime.objects, lambda: runtime.objects.reachable()),
     )
     return Readiness(
         status="ready" if database and "down" not in (broker, storage) else "unready",

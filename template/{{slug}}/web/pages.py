@@ -24,7 +24,7 @@ from ..auth.sessions import Account
 from ..settings import Settings
 from ..tasks import store as tasks
 from ..tasks.errors import TaskNotFound
-from .dependencies import DbPool, NamedDependency, SiteRuntime, SiteSettings, session_account
+from .dependencies import DbPool, NamedDependency, SiteSettings, session_account
 
 HERE = Path(__file__).parent
 TEMPLATES = HERE / "templates"
@@ -108,10 +108,9 @@ async def tasks_page(viewer: Viewer, settings: SiteSettings) -> Template:
 
 
 @get("/tasks/{task_id:uuid}")
-async def task_page(task_id: FromPath[UUID], viewer: Viewer, runtime: SiteRuntime) -> Template:
-    settings = runtime.settings
+async def task_page(task_id: FromPath[UUID], viewer: Viewer, pool: DbPool, settings: SiteSettings) -> Template:
     try:
-        async with runtime.pool.acquire() as conn:
+        async with pool.acquire() as conn:
             await tasks.get_task(conn, viewer.id, task_id)
     except TaskNotFound:
         return page("not_found.html", settings, title="Task not found", viewer=viewer, current="tasks",

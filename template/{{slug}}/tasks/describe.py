@@ -9,14 +9,14 @@ from uuid import UUID
 
 import asyncpg
 
-from .lifecycle import Q
+from .sql import Q
 
 
 def _line(label: str, value: object) -> str:
     return f"  {label:<26} {'-' if value is None else value}"
 
 
-async def inspect_task(conn: asyncpg.Connection, task_id: UUID) -> str | None:
+async def describe_task(conn: asyncpg.Connection, task_id: UUID) -> str | None:
     task = await conn.fetchrow(Q.inspect_task, task_id)
     if task is None:
         return None
