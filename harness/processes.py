@@ -17,6 +17,8 @@ import time
 import urllib.request
 from pathlib import Path
 
+import psutil
+
 from .services import embedded
 
 log = logging.getLogger(__name__)
@@ -93,10 +95,10 @@ def start_site_process(python: str, slug: str, args: list[str], env: dict[str, s
 def runs(pid: int, python: str) -> bool:
     """Is ``pid`` alive and still this site's interpreter?"""
     try:
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-    except OSError:
+        cmdline = psutil.Process(pid).cmdline()
+    except psutil.Error:  # gone, a zombie, or not ours to read
         return False
-    return bool(cmdline) and cmdline[0].decode(errors="replace") == python and embedded().pid_alive(pid)
+    return bool(cmdline) and cmdline[0] == python and embedded().pid_alive(pid)
 
 
 def stop_site_process(pid: int, python: str, timeout: float = 20.0) -> None:

@@ -23,6 +23,7 @@ from functools import cache
 from pathlib import Path
 
 import httpx
+import psutil
 
 from .services import embedded
 from .state import ProxyRecord, ProxyRoute, SiteRecord
@@ -219,11 +220,12 @@ def stop(record: ProxyRecord) -> None:
     if record.pid is None:
         return
     try:
-        # nginx rewrites its title: "nginx: master process /usr/sbin/nginx -p … -c <config> …"
-        cmdline = Path(f"/proc/{record.pid}/cmdline").read_bytes()
-    except OSError:
+        # nginx rewrites its title: "nginx: master process /usr/sbin/nginx -p … -c <config> …",
+        # which psutil splits at the spaces: look for the path in the whole title
+        title = " ".join(psutil.Process(record.pid).cmdline())
+    except psutil.Error:
         return
-    if record.config.encode() in cmdline:
+    if record.config in title:
         embedded().stop_process(record.pid, signal.SIGTERM, 20.0)
 
 

@@ -271,11 +271,28 @@ def test_other_load_is_reported_by_its_worst_phase() -> None:
 
 
 def test_processes_the_run_started_are_not_other_load() -> None:
-    from harness.bench.machine import OtherLoad, _ours
+    import os
+    import signal
+    import subprocess
+    import time
 
-    table = {10: (1, 0.0), 20: (10, 0.0), 30: (20, 0.0), 40: (1, 0.0)}
-    assert _ours(30, table, root=10) and _ours(10, table, root=10)
-    assert not _ours(40, table, root=10) and not _ours(99, table, root=10)
+    import psutil
+
+    from harness.bench.machine import OtherLoad, ours
+
+    # a child and a grandchild: with a command after it, the shell forks sleep instead of becoming it
+    shell = subprocess.Popen(["/bin/sh", "-c", "sleep 30; true"], start_new_session=True)
+    try:
+        deadline = time.monotonic() + 10
+        while not (sleeps := [p.pid for p in psutil.Process(shell.pid).children()]) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        run = ours(os.getpid())
+        assert {os.getpid(), shell.pid, *sleeps} <= run and len(sleeps) == 1
+        assert 1 not in run
+    finally:
+        os.killpg(shell.pid, signal.SIGKILL)  # the shell and its sleep
+        shell.wait()
+    assert shell.pid not in ours(os.getpid())
     meter = OtherLoad()
     with meter.phase("nothing"):
         pass
