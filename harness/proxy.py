@@ -25,6 +25,7 @@ from pathlib import Path
 import httpx
 import psutil
 
+from .background import start_logged
 from .services import embedded
 from .state import ProxyRecord, ProxyRoute, SiteRecord
 
@@ -192,9 +193,7 @@ def spawn(folder: Path, record: ProxyRecord, max_body: int) -> subprocess.Popen:
     checked = subprocess.run([*argv, "-t", "-q"], capture_output=True, text=True, check=False)
     if checked.returncode != 0:
         raise ProxyError(f"nginx refused {config}: {checked.stderr.strip()[-500:]}")
-    with open(folder / "nginx.out", "ab") as out:
-        return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+    return start_logged(argv, folder / "nginx.out")
 
 
 def wait_ready(record: ProxyRecord, process: subprocess.Popen) -> None:
