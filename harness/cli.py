@@ -66,7 +66,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from .bench import report as bench_report
+    from .bench import tables
     from .bench.measure import BenchError
     from .bench.results import BenchConfig
     from .bench.run import run, write_outputs
@@ -80,7 +80,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         return 1
     written = write_outputs(result, state_dir, Path(args.json) if args.json else None,
                             Path(args.plot) if args.plot else None)
-    print(bench_report.text(result), end="")
+    print(tables.text(result), end="")
     print("wrote: " + ", ".join(str(path) for path in written))
     return 0 if all(not api.problems for api in result.api) else 1
 

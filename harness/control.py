@@ -16,6 +16,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import psutil
+
 from . import processes, stand, state
 from .services import FAULT_PROXY
 from .state import SiteRecord, SitesFile
@@ -84,8 +86,11 @@ def scale(state_dir: Path, slug: str, role: str, count: int) -> int:
 
 def _signal_proxy(state_dir: Path, slug: str, sig: int, expect: str) -> None:
     proxy = state.load(state_dir).services.s3_proxies[slug]
-    cmdline = Path(f"/proc/{proxy.pid}/cmdline").read_bytes().split(b"\0")
-    if str(FAULT_PROXY).encode() not in cmdline:
+    try:
+        cmdline = psutil.Process(proxy.pid).cmdline()
+    except psutil.Error:  # gone (or a zombie): not the proxy to signal either
+        cmdline = []
+    if str(FAULT_PROXY) not in cmdline:
         raise RuntimeError(f"pid {proxy.pid} is not {slug}'s storage proxy any more")
     os.kill(proxy.pid, sig)
     state_file = Path(proxy.data_dir) / "s3-proxy.port.state"

@@ -15,8 +15,12 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 
+import psutil
+
+from .background import start_logged
 from .services import embedded
 
 log = logging.getLogger(__name__)
@@ -76,27 +80,16 @@ def run_site_command(python: str, slug: str, args: list[str], env: dict[str, str
 
 def start_site_process(python: str, slug: str, args: list[str], env: dict[str, str], cwd: str,
                        log_path: Path) -> int:
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(log_path, "ab") as out:
-        process = subprocess.Popen(
-            [python, "-m", slug, *args],
-            env=env,
-            cwd=cwd,
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    return process.pid
+    return start_logged([python, "-m", slug, *args], log_path, env=env, cwd=cwd).pid
 
 
 def runs(pid: int, python: str) -> bool:
     """Is ``pid`` alive and still this site's interpreter?"""
     try:
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-    except OSError:
+        cmdline = psutil.Process(pid).cmdline()
+    except psutil.Error:  # gone, a zombie, or not ours to read
         return False
-    return bool(cmdline) and cmdline[0].decode(errors="replace") == python and embedded().pid_alive(pid)
+    return bool(cmdline) and cmdline[0] == python and embedded().pid_alive(pid)
 
 
 def stop_site_process(pid: int, python: str, timeout: float = 20.0) -> None:
@@ -110,33 +103,39 @@ def kill_site_process(pid: int, python: str) -> None:
         embedded().stop_process(pid, signal.SIGKILL, 10.0)
 
 
-def wait_ready(url: str, pid: int, log_path: Path, timeout: float = 90.0) -> None:
+def _wait_alive(ready: Callable[[], bool], pid: int, log_path: Path, timeout: float, *, awaited: str,
+                subject: str) -> None:
+    """Poll ``ready`` until it holds; a process that exits first fails at once, not at the timeout."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if not embedded().pid_alive(pid):
-            raise ProcessError(f"process {pid} exited before {url} answered; see {log_path}")
+            raise ProcessError(f"process {pid} exited before {awaited}; see {log_path}")
+        if ready():
+            return
+        time.sleep(0.1)
+    raise ProcessError(f"{subject} not ready after {timeout:.0f} s; see {log_path}")
+
+
+def wait_ready(url: str, pid: int, log_path: Path, timeout: float = 90.0) -> None:
+    def answers() -> bool:
         try:
             with urllib.request.urlopen(url, timeout=2) as response:
-                if response.status == 200:
-                    return
+                return response.status == 200
         except OSError:
-            pass
-        time.sleep(0.1)
-    raise ProcessError(f"{url} not ready after {timeout:.0f} s; see {log_path}")
+            return False
+
+    _wait_alive(answers, pid, log_path, timeout, awaited=f"{url} answered", subject=url)
 
 
 def wait_logged(log_path: Path, offset: int, text: str, pid: int, timeout: float = 60.0) -> None:
     """Wait until the process wrote ``text`` to its log after ``offset`` (how a worker says it consumes)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if not embedded().pid_alive(pid):
-            raise ProcessError(f"process {pid} exited before it was ready; see {log_path}")
+
+    def logged() -> bool:
         with open(log_path, "rb") as log:
             log.seek(offset)
-            if text.encode() in log.read():
-                return
-        time.sleep(0.1)
-    raise ProcessError(f"process {pid} not ready after {timeout:.0f} s; see {log_path}")
+            return text.encode() in log.read()
+
+    _wait_alive(logged, pid, log_path, timeout, awaited="it was ready", subject=f"process {pid}")
 
 
 def free_port() -> int:

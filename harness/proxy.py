@@ -23,7 +23,9 @@ from functools import cache
 from pathlib import Path
 
 import httpx
+import psutil
 
+from .background import start_logged
 from .services import embedded
 from .state import ProxyRecord, ProxyRoute, SiteRecord
 
@@ -191,9 +193,7 @@ def spawn(folder: Path, record: ProxyRecord, max_body: int) -> subprocess.Popen:
     checked = subprocess.run([*argv, "-t", "-q"], capture_output=True, text=True, check=False)
     if checked.returncode != 0:
         raise ProxyError(f"nginx refused {config}: {checked.stderr.strip()[-500:]}")
-    with open(folder / "nginx.out", "ab") as out:
-        return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+    return start_logged(argv, folder / "nginx.out")
 
 
 def wait_ready(record: ProxyRecord, process: subprocess.Popen) -> None:
@@ -219,11 +219,12 @@ def stop(record: ProxyRecord) -> None:
     if record.pid is None:
         return
     try:
-        # nginx rewrites its title: "nginx: master process /usr/sbin/nginx -p … -c <config> …"
-        cmdline = Path(f"/proc/{record.pid}/cmdline").read_bytes()
-    except OSError:
+        # nginx rewrites its title: "nginx: master process /usr/sbin/nginx -p … -c <config> …",
+        # which psutil splits at the spaces: look for the path in the whole title
+        title = " ".join(psutil.Process(record.pid).cmdline())
+    except psutil.Error:
         return
-    if record.config.encode() in cmdline:
+    if record.config in title:
         embedded().stop_process(record.pid, signal.SIGTERM, 20.0)
 
 

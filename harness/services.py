@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import subprocess
 import sys
 from collections.abc import Mapping
 from functools import cache
@@ -27,6 +26,7 @@ import asyncpg
 from aiobotocore.session import get_session
 
 from . import KIT_ROOT, template_module
+from .background import start_logged
 from .state import S3Record, ServiceRecord, Services, SiteRecord
 
 log = logging.getLogger(__name__)
@@ -127,13 +127,8 @@ def start_fault_proxy(upstream_url: str, folder: Path) -> ServiceRecord:
     port_file = folder / "s3-proxy.port"
     port_file.unlink(missing_ok=True)
     log_path = folder / "logs" / "s3-proxy.log"
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(log_path, "ab") as out:
-        process = subprocess.Popen(
-            [sys.executable, str(FAULT_PROXY), "--upstream", f"{parts.hostname}:{parts.port or 80}",
-             "--port-file", str(port_file)],
-            stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-        )
+    process = start_logged([sys.executable, str(FAULT_PROXY), "--upstream", f"{parts.hostname}:{parts.port or 80}",
+                            "--port-file", str(port_file)], log_path)
     embedded().wait_until(port_file.exists, 30.0, "s3 fault proxy", process)
     url = f"{parts.scheme}://127.0.0.1:{port_file.read_text().strip()}"
     return ServiceRecord(kind="s3-proxy", url=url, pid=process.pid, log=str(log_path), data_dir=str(folder))

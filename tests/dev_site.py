@@ -10,6 +10,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import psutil
+
 from harness.processes import free_port
 from harness.services import embedded
 
@@ -25,17 +27,11 @@ class DevSite:
 
 
 def descendants(pid: int) -> set[int]:
-    found: set[int] = set()
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == pid:
-            found.add(int(entry.name))
-    return found
+    """The direct children of ``pid`` (none once it is gone)."""
+    try:
+        return {child.pid for child in psutil.Process(pid).children()}
+    except psutil.NoSuchProcess:
+        return set()
 
 
 @contextmanager

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from harness import cli
-from harness.bench import bare_worker, ceiling, measure, report
+from harness.bench import bare_worker, ceiling, measure, results, tables
 from harness.bench.accounts import input_text, normalized
 from harness.bench.api import accounts_needed
 from harness.bench.listing import cursor_for
@@ -114,11 +114,11 @@ def _report() -> BenchReport:
 
 
 def test_sites_are_compared_with_the_bare_actor_at_the_same_worker_count() -> None:
-    assert report.vs_baseline(_report()) == {("alpha", 1): 0.5, ("alpha", 2): 0.5}
+    assert tables.vs_baseline(_report()) == {("alpha", 1): 0.5, ("alpha", 2): 0.5}
 
 
 def test_the_ceiling_uses_the_best_commit_rate_and_the_sites_best_rate() -> None:
-    (row,) = report.ceiling_rows(_report())
+    (row,) = tables.ceiling_rows(_report())
     assert row.commits_per_s == 1400.0
     assert row.ceiling_tasks_per_s == 200.0
     assert row.ours_tasks_per_s == 25.0
@@ -126,7 +126,7 @@ def test_the_ceiling_uses_the_best_commit_rate_and_the_sites_best_rate() -> None
 
 
 def test_plain_table_aligns_columns() -> None:
-    rendered = report.table(["site", "tasks/s"], [["alpha", 20.0], ["bare actor", 1234.5]])
+    rendered = tables.table(["site", "tasks/s"], [["alpha", 20.0], ["bare actor", 1234.5]])
     lines = rendered.splitlines()
     assert lines[0].startswith("site") and lines[0].endswith("tasks/s")
     assert {len(line) for line in lines} == {len(lines[0])}
@@ -134,35 +134,37 @@ def test_plain_table_aligns_columns() -> None:
 
 
 def test_markdown_table_has_a_header_rule_and_one_row_per_line() -> None:
-    rendered = report.table(["site", "p99 ms", "fraction"], [["alpha", 3.14159, None]], markdown=True)
+    rendered = tables.table(["site", "p99 ms", "fraction"], [["alpha", 3.14159, None]], markdown=True)
     assert rendered.splitlines() == ["| site | p99 ms | fraction |", "|:---|---:|---:|", "| alpha | 3.14 | - |"]
 
 
 def test_the_printed_report_holds_every_phase_and_the_machine() -> None:
-    printed = report.text(_report())
+    printed = tables.text(_report())
     for expected in ("Test CPU", "fsync on", "End to end", "bare actor", "pgbench", "ceiling tasks/s", "API submit",
                      "50+50 of 100", "Normalisation", "after 90,000", "CPU per task by process", "bare worker"):
         assert expected in printed, expected
     assert "API checks failed" not in printed
-    assert "| alpha |" in report.markdown(_report())
+    assert "| alpha |" in tables.markdown(_report())
 
 
 def test_failed_api_checks_are_printed() -> None:
     bad = _report()
     bad.api[0].problems.append("101 task rows for 100 created submits")
-    assert "API checks failed" in report.text(bad) and "101 task rows" in report.text(bad)
+    assert "API checks failed" in tables.text(bad) and "101 task rows" in tables.text(bad)
 
 
 def test_json_round_trips(tmp_path: Path) -> None:
     path = tmp_path / "out" / "bench.json"
-    report.write_json(_report(), path)
+    results.write_json(_report(), path)
     assert json.loads(path.read_text())["pgbench"][1]["tps"] == 1400.0
-    assert report.read_json(path) == _report()
+    assert results.read_json(path) == _report()
 
 
 def test_plot_is_a_png(tmp_path: Path) -> None:
     path = tmp_path / "bench.png"
-    report.plot(_report(), path)
+    from harness.bench.plot import plot
+
+    plot(_report(), path)
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
@@ -263,19 +265,36 @@ def test_bench_defaults() -> None:
 
 def test_other_load_is_reported_by_its_worst_phase() -> None:
     quiet = _report()
-    assert report.other_load_line(quiet) == "other load: not measured"
+    assert tables.other_load_line(quiet) == "other load: not measured"
     quiet.other_load = {"alpha end to end, 1 worker(s)": 0.02, "pgbench": 0.3}
-    line = report.other_load_line(quiet)
+    line = tables.other_load_line(quiet)
     assert "16%" in line and "at most 30% (pgbench)" in line
-    assert "other processes used" in report.text(quiet)
+    assert "other processes used" in tables.text(quiet)
 
 
 def test_processes_the_run_started_are_not_other_load() -> None:
-    from harness.bench.machine import OtherLoad, _ours
+    import os
+    import signal
+    import subprocess
+    import time
 
-    table = {10: (1, 0.0), 20: (10, 0.0), 30: (20, 0.0), 40: (1, 0.0)}
-    assert _ours(30, table, root=10) and _ours(10, table, root=10)
-    assert not _ours(40, table, root=10) and not _ours(99, table, root=10)
+    import psutil
+
+    from harness.bench.machine import OtherLoad, ours
+
+    # a child and a grandchild: with a command after it, the shell forks sleep instead of becoming it
+    shell = subprocess.Popen(["/bin/sh", "-c", "sleep 30; true"], start_new_session=True)
+    try:
+        deadline = time.monotonic() + 10
+        while not (sleeps := [p.pid for p in psutil.Process(shell.pid).children()]) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        run = ours(os.getpid())
+        assert {os.getpid(), shell.pid, *sleeps} <= run and len(sleeps) == 1
+        assert 1 not in run
+    finally:
+        os.killpg(shell.pid, signal.SIGKILL)  # the shell and its sleep
+        shell.wait()
+    assert shell.pid not in ours(os.getpid())
     meter = OtherLoad()
     with meter.phase("nothing"):
         pass
@@ -300,7 +319,7 @@ def test_cpu_reading_finds_this_process() -> None:
 
 
 def test_the_cpu_table_totals_each_run() -> None:
-    ((_, rendered),) = [s for s in report.sections(_report()) if s[0].startswith("CPU per task")]
+    ((_, rendered),) = [s for s in tables.sections(_report()) if s[0].startswith("CPU per task")]
     alpha = next(line for line in rendered.splitlines() if line.startswith("alpha 1w"))
     assert alpha.split()[-1] == "32.5"
 

@@ -3,5 +3,6 @@
 run.py drives the phases; loop.py is the closed loop sites and baseline share;
 endtoend.py, api.py, listing.py, baseline.py (+ bare_worker.py), ceiling.py
 (+ commits.py) and normalize_speed.py measure one thing each; measure.py does
-the arithmetic, results.py holds the numbers, report.py prints and plots them.
+the arithmetic, results.py holds the numbers (and their JSON), tables.py prints
+them as tables and plot.py draws them.
 """

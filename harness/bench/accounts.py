@@ -76,21 +76,36 @@ async def open_account(site: SiteRecord, index: int) -> Account:
     http = site_client(site)
     try:
         email = f"bench-{index}-{secrets.token_hex(4)}@example.com"
-        registered = await http.post("/api/auth/register", json={"email": email, "password": PASSWORD})
-        if registered.status_code != 201:
-            raise BenchError(f"{site.slug}: register answered {registered.status_code}: {registered.text[:200]}")
-        account_id = registered.json()["id"]
-        if task_price(site):
-            await grant_credits(site, account_id)
+        account_id = await register_funded(http, site, email, PASSWORD)
         data = input_text(index)
-        uploaded = await http.post("/api/files", params={"name": f"input-{index}.txt"}, content=data,
-                                   headers={"Content-Type": "text/plain"})
-        if uploaded.status_code != 201:
-            raise BenchError(f"{site.slug}: upload answered {uploaded.status_code}: {uploaded.text[:200]}")
+        file_id = await upload_text(http, site, f"input-{index}.txt", data)
     except BaseException:
         await http.aclose()
         raise
-    return Account(site=site, http=http, id=account_id, file_id=uploaded.json()["id"], data=data)
+    return Account(site=site, http=http, id=account_id, file_id=file_id, data=data)
+
+
+async def register_funded(http: httpx.AsyncClient, site: SiteRecord, email: str, password: str, *,
+                          error: type[Exception] = BenchError) -> str:
+    """Register ``email`` (signed in on ``http``), fund it on a priced site, and return its id;
+    a refusal raises ``error``."""
+    registered = await http.post("/api/auth/register", json={"email": email, "password": password})
+    if registered.status_code != 201:
+        raise error(f"{site.slug}: register answered {registered.status_code}: {registered.text[:200]}")
+    account_id = registered.json()["id"]
+    if task_price(site):
+        await grant_credits(site, account_id)
+    return account_id
+
+
+async def upload_text(http: httpx.AsyncClient, site: SiteRecord, name: str, data: bytes, *,
+                      error: type[Exception] = BenchError) -> str:
+    """Upload ``data`` as a text file named ``name`` and return its id; a refusal raises ``error``."""
+    uploaded = await http.post("/api/files", params={"name": name}, content=data,
+                               headers={"Content-Type": "text/plain"})
+    if uploaded.status_code != 201:
+        raise error(f"{site.slug}: upload answered {uploaded.status_code}: {uploaded.text[:200]}")
+    return uploaded.json()["id"]
 
 
 async def grant_credits(site: SiteRecord, account_id: str) -> None:

@@ -8,7 +8,6 @@ site's storage proxy), so both sides pay for the same path to storage.
 from __future__ import annotations
 
 import asyncio
-import subprocess
 import sys
 import uuid
 from collections.abc import AsyncIterator
@@ -19,6 +18,7 @@ from uuid import UUID
 import asyncpg
 
 from harness import processes, services
+from harness.background import start_logged
 from harness.state import S3Record, SiteRecord, SitesFile
 
 from . import bare_worker, cpu
@@ -53,12 +53,8 @@ async def _workers(config: bare_worker.Config, count: int, logs: Path) -> AsyncI
         for index in range(count):
             log_path = logs / f"bare-worker-{index}.log"
             offset = log_path.stat().st_size if log_path.exists() else 0
-            with open(log_path, "ab") as out:
-                pids.append(subprocess.Popen(
-                    [sys.executable, "-m", "harness.bench.bare_worker"],
-                    env=processes.process_env(config.environ()), stdin=subprocess.DEVNULL, stdout=out,
-                    stderr=subprocess.STDOUT, start_new_session=True,
-                ).pid)
+            pids.append(start_logged([sys.executable, "-m", "harness.bench.bare_worker"], log_path,
+                                     env=processes.process_env(config.environ())).pid)
             await asyncio.to_thread(processes.wait_logged, log_path, offset, bare_worker.READY_LINE, pids[-1])
         yield pids
     finally:

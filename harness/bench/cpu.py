@@ -1,4 +1,4 @@
-"""Where a batch's CPU goes: seconds used by each part of the system, read from /proc.
+"""Where a batch's CPU goes: seconds used by each part of the system, as the kernel counts them (psutil).
 
 Every part runs as its own process (or, for PostgreSQL, a postmaster and its
 backends), so the CPU a batch costs each of them is the difference of two

@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import asyncpg
+import psutil
 
 from harness.state import Services
 
@@ -22,6 +23,7 @@ POSTGRES_SETTINGS = ("fsync", "synchronous_commit", "wal_sync_method", "full_pag
 
 
 def _cpu() -> str:
+    # psutil has no CPU model name: it is only in /proc/cpuinfo
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name"):
@@ -33,12 +35,9 @@ def _cpu() -> str:
 
 def _memory_gib() -> float:
     try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal:"):
-                return round(int(line.split()[1]) / (1 << 20), 1)
+        return round(psutil.virtual_memory().total / (1 << 30), 1)
     except OSError:
-        pass
-    return 0.0
+        return 0.0
 
 
 def filesystem(path: str | None) -> str:
@@ -47,12 +46,13 @@ def filesystem(path: str | None) -> str:
         return "external server"
     best = ("", "?", "?")
     try:
-        for line in Path("/proc/mounts").read_text().splitlines():
-            device, point, kind = line.split()[:3]
-            if (path == point or path.startswith(point.rstrip("/") + "/")) and len(point) >= len(best[0]):
-                best = (point, device, kind)
+        mounts = psutil.disk_partitions(all=True)  # all: tmpfs and overlay hold data directories too
     except OSError:
-        pass
+        mounts = []
+    for mount in mounts:
+        point = mount.mountpoint
+        if (path == point or path.startswith(point.rstrip("/") + "/")) and len(point) >= len(best[0]):
+            best = (point, mount.device or "none", mount.fstype)  # psutil reports the device "none" as ""
     return f"{best[2]} on {best[1]}"
 
 
@@ -86,28 +86,22 @@ def describe(services: Services, load_before: tuple[float, float, float]) -> Mac
 
 
 def cpu_by_pid() -> dict[int, tuple[int, float]]:
-    """pid -> (parent pid, CPU seconds used so far) for every process."""
-    tick = os.sysconf("SC_CLK_TCK")
+    """pid -> (parent pid, CPU seconds used so far: user + system) for every process."""
     seen: dict[int, tuple[int, float]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue  # gone meanwhile
-        seen[int(entry)] = (int(fields[1]), (int(fields[11]) + int(fields[12])) / tick)
+    # process_iter skips a process that ends meanwhile; one it may not read has None
+    for process in psutil.process_iter(["ppid", "cpu_times"]):
+        parent, times = process.info["ppid"], process.info["cpu_times"]
+        if parent is not None and times is not None:
+            seen[process.pid] = (parent, times.user + times.system)
     return seen
 
 
-def _ours(pid: int, table: dict[int, tuple[int, float]], root: int) -> bool:
-    for _ in range(64):  # the process tree is shallow; a loop would be a /proc race
-        if pid == root:
-            return True
-        if pid not in table or pid <= 1:
-            return False
-        pid = table[pid][0]
-    return False
+def ours(root: int) -> set[int]:
+    """``root`` and every process below it now (one re-parented to init is no longer below it)."""
+    try:
+        return {root, *(child.pid for child in psutil.Process(root).children(recursive=True))}
+    except psutil.NoSuchProcess:
+        return {root}
 
 
 class OtherLoad:
@@ -127,9 +121,12 @@ class OtherLoad:
         try:
             yield
         finally:
+            # The tree before the CPU reading: a process of ours born between the two has used
+            # next to nothing, one that ends between them is simply not in the reading.
+            run = ours(self.root)
             after = cpu_by_pid()
             # A process that ended during the phase is missed: this errs towards too little.
             other = sum(cpu - (before[pid][1] if pid in before else 0.0)
-                        for pid, (_, cpu) in after.items() if not _ours(pid, after, self.root))
+                        for pid, (_, cpu) in after.items() if pid not in run)
             seconds = time.monotonic() - began
             self.phases[name] = round(max(other, 0.0) / (max(seconds, 1e-6) * (os.cpu_count() or 1)), 3)

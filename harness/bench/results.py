@@ -6,6 +6,8 @@ the plot and docs/benchmarks.md are all made from a decoded ``BenchReport``.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import msgspec
 
 from .measure import Latency
@@ -139,3 +141,12 @@ class BenchReport(msgspec.Struct):
     listing: list[Listing] = msgspec.field(default_factory=list)
     # Per phase, the share of all cores that processes outside the run used meanwhile.
     other_load: dict[str, float] = msgspec.field(default_factory=dict)
+
+
+def write_json(report: BenchReport, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(msgspec.json.format(msgspec.json.encode(report), indent=2) + b"\n")
+
+
+def read_json(path: Path) -> BenchReport:
+    return msgspec.json.decode(path.read_bytes(), type=BenchReport)

@@ -21,8 +21,7 @@ from harness import control, stand, state
 from harness.render import provenance
 from harness.state import SiteRecord, SitesFile
 
-from . import cpu
-from . import report as reports
+from . import cpu, tables
 from .accounts import open_account
 from .api import api_submit
 from .baseline import baseline
@@ -31,7 +30,8 @@ from .endtoend import end_to_end
 from .listing import listing
 from .machine import OtherLoad, describe
 from .measure import BenchError, mib_per_second
-from .results import MAX_ACTIVE, BenchConfig, BenchReport, Normalize
+from .plot import plot
+from .results import MAX_ACTIVE, BenchConfig, BenchReport, Normalize, write_json
 
 log = logging.getLogger(__name__)
 
@@ -136,10 +136,10 @@ def write_outputs(report: BenchReport, state_dir: Path, json_out: Path | None, p
     """The JSON, the Markdown tables and the plot; returns the paths written."""
     state_dir = Path(state_dir)
     written = [state_dir / "bench.json", state_dir / "benchmarks.md", plot_out or state_dir / "benchmarks.png"]
-    reports.write_json(report, written[0])
-    written[1].write_text(reports.markdown(report))
-    reports.plot(report, written[2])
+    write_json(report, written[0])
+    written[1].write_text(tables.markdown(report))
+    plot(report, written[2])
     if json_out:
-        reports.write_json(report, json_out)
+        write_json(report, json_out)
         written.append(json_out)
     return written

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 import httpx
 
-from harness.bench.accounts import grant_credits, site_client, site_policy, task_price
+from harness.bench.accounts import register_funded, site_client, site_policy, upload_text
 from harness.state import SiteRecord
 
 from .inputs import normalized, texts
@@ -97,19 +97,9 @@ async def open_account(site: SiteRecord, index: int, seed: int) -> Account:
     http = site_client(site)
     try:
         email = f"chaos-{index}-{secrets.token_hex(4)}@example.com"
-        registered = await http.post("/api/auth/register", json={"email": email, "password": PASSWORD})
-        if registered.status_code != 201:
-            raise LoadError(f"{site.slug}: register answered {registered.status_code}: {registered.text[:200]}")
-        account_id = registered.json()["id"]
-        if task_price(site):
-            await grant_credits(site, account_id)
-        inputs = []
-        for number, data in enumerate(texts(site.slug, index)):
-            uploaded = await http.post("/api/files", params={"name": f"chaos-{index}-{number}.txt"}, content=data,
-                                       headers={"Content-Type": "text/plain"})
-            if uploaded.status_code != 201:
-                raise LoadError(f"{site.slug}: upload answered {uploaded.status_code}: {uploaded.text[:200]}")
-            inputs.append((uploaded.json()["id"], data))
+        account_id = await register_funded(http, site, email, PASSWORD, error=LoadError)
+        inputs = [(await upload_text(http, site, f"chaos-{index}-{number}.txt", data, error=LoadError), data)
+                  for number, data in enumerate(texts(site.slug, index))]
     except BaseException:
         await http.aclose()
         raise

@@ -1,9 +1,9 @@
-"""A run's numbers as people read them: tables (plain text and Markdown), derived ratios, a plot, JSON."""
+"""A run's numbers as people read them: tables in plain text (printed) and Markdown (docs/benchmarks.md),
+with the ratios derived from them."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 
 import msgspec
 
@@ -161,78 +161,3 @@ def text(report: BenchReport) -> str:
 def markdown(report: BenchReport) -> str:
     return f"Machine: {machine_line(report)}.\n\nLoad: {other_load_line(report)}.\n" + "".join(
         f"\n**{title}**\n\n{rendered}" for title, rendered in sections(report, markdown=True))
-
-
-def write_json(report: BenchReport, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(msgspec.json.format(msgspec.json.encode(report), indent=2) + b"\n")
-
-
-def read_json(path: Path) -> BenchReport:
-    return msgspec.json.decode(path.read_bytes(), type=BenchReport)
-
-
-# --- plot ---------------------------------------------------------------------------
-
-
-def plot(report: BenchReport, path: Path) -> None:
-    """Four panels: throughput against baseline and ceiling, latency, API submit, list pages."""
-    import matplotlib
-
-    matplotlib.use("Agg")  # files only, no display
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(2, 2, figsize=(13, 8.5))
-    (rates, latencies), (api, lists) = axes
-
-    names = [f"{e.site}\n{e.workers}w" for e in report.end_to_end] + [f"bare\n{b.workers}w" for b in report.baseline]
-    values = [e.tasks_per_s for e in report.end_to_end] + [b.tasks_per_s for b in report.baseline]
-    colours = ["tab:blue"] * len(report.end_to_end) + ["tab:gray"] * len(report.baseline)
-    for row in ceiling_rows(report):
-        if row.ceiling_tasks_per_s:
-            names.append(f"ceiling\n{row.site}")
-            values.append(row.ceiling_tasks_per_s)
-            colours.append("tab:red")
-    rates.bar(names, values, color=colours)
-    rates.set_yscale("log")
-    rates.margins(y=0.15)
-    rates.set_ylabel("tasks/s (log)")
-    rates.set_title("End-to-end tasks/s: sites, bare actor, commit ceiling")
-    for x, v in enumerate(values):
-        rates.annotate(cell(v), (x, v), ha="center", va="bottom", fontsize=8)
-
-    runs = [(f"{e.site} {e.workers}w", e.latency) for e in report.end_to_end]
-    runs += [(f"bare {b.workers}w", b.latency) for b in report.baseline]
-    width = 0.27
-    for offset, (label, pick) in enumerate((("p50", "p50"), ("p95", "p95"), ("p99", "p99"))):
-        latencies.bar([i + (offset - 1) * width for i in range(len(runs))],
-                      [getattr(lat, pick) for _, lat in runs], width, label=label)
-    latencies.set_xticks(range(len(runs)), [name for name, _ in runs], rotation=30, ha="right", fontsize=8)
-    latencies.set_ylabel("ms")
-    latencies.set_title("Submit -> succeeded latency")
-    latencies.legend()
-
-    api.bar([a.site for a in report.api], [a.requests_per_s for a in report.api], color="tab:green")
-    for x, a in enumerate(report.api):
-        api.annotate(f"{cell(a.requests_per_s)}/s\np99 {cell(a.latency.p99)} ms", (x, a.requests_per_s),
-                     ha="center", va="bottom", fontsize=8)
-    api.set_ylabel("requests/s")
-    api.margins(y=0.25)  # room for the labels above the bars
-    api.set_title(f"API submit, {report.config.concurrency} clients")
-
-    labels = [item.site for item in report.listing]
-    lists.bar([i - 0.2 for i in range(len(labels))], [i.first_page.p50 for i in report.listing], 0.4,
-              label="first page p50")
-    lists.bar([i + 0.2 for i in range(len(labels))], [i.deep_page.p50 for i in report.listing], 0.4,
-              label="deep page p50")
-    lists.set_xticks(range(len(labels)), labels)
-    lists.set_ylabel("ms")
-    lists.set_title(f"List at {report.config.list_tasks:,} tasks")
-    lists.margins(y=0.25)
-    lists.legend(loc="upper right")
-
-    fig.suptitle(f"sitekit bench — {machine_line(report)}", fontsize=8)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
