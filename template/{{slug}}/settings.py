@@ -7,7 +7,9 @@ that names the key (``SettingsError``), never a traceback.
 from __future__ import annotations
 
 import ipaddress
+import json
 import os
+import re
 import tomllib
 from pathlib import Path
 from typing import Annotated, Literal
@@ -20,7 +22,21 @@ Slug = Annotated[str, Meta(pattern=r"^[a-z][a-z0-9_]{1,30}$")]
 QueueName = Annotated[str, Meta(pattern=r"^[a-z][a-z0-9_]{0,62}$")]
 Bucket = Annotated[str, Meta(pattern=r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")]
 Positive = Annotated[int, Meta(ge=1)]
-Port = Annotated[int, Meta(ge=1, le=65535)]
+Port = Annotated[int, Meta(ge=1024, le=65535)]
+
+# These rules are the kit's copier.yml validators again (copier checks the answers, this the
+# site.toml they became), worded alike where code rather than msgspec checks them. The kit's
+# tests/test_answers.py feeds one table of good and bad answers to both, so they cannot drift.
+RESERVED_SLUGS = frozenset({
+    "test", "tests", "site", "harness", "site_tests", "copier", "litestar", "dramatiq", "asyncpg",
+    "msgspec", "typing", "asyncio", "json", "email",
+})
+NAME_FORBIDDEN = re.compile(r'[\x00-\x1f\x7f<>"]')
+HOST_LABEL = r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?"
+ORIGIN = re.compile(
+    r"^https?://(" + HOST_LABEL + r"(\." + HOST_LABEL + r")*|\[[0-9a-f:]+\])(:(?P<port>[0-9]{1,5}))?$"
+)
+BUCKET_LIKE_IP = re.compile(r"^[0-9]+\.[0-9]+\.[0-9]+\.[0-9]+$")
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
@@ -43,9 +59,13 @@ class SiteIdentity(Struct, forbid_unknown_fields=True, frozen=True):
     object_prefix: Annotated[str, Meta(pattern=r"^[a-z0-9][a-z0-9_-]{0,62}$")]
 
     def __post_init__(self) -> None:
+        check_site_name(self.name)
+        if self.slug in RESERVED_SLUGS:
+            raise ValueError(f"slug {json.dumps(self.slug)} would shadow a Python module; pick another")
         check_origin(self.origin, "origin")
         if self.task_queue == self.dead_queue:
             raise ValueError("dead_queue must differ from task_queue")
+        check_bucket(self.bucket)
 
 
 DEFAULT_FILE_TYPES = [
@@ -223,19 +243,33 @@ class Settings(Struct, frozen=True):
         return self.env.secret_key
 
 
+def check_site_name(value: str) -> None:
+    if not value.strip():
+        raise ValueError("name must not be empty")
+    if NAME_FORBIDDEN.search(value):
+        # the name is shown in page titles and the OpenAPI title
+        raise ValueError("name must not contain control characters, quotes or angle brackets")
+
+
 def check_origin(value: str, name: str) -> None:
-    parts = urlsplit(value)
-    if (
-        parts.scheme not in ("http", "https")
-        or not parts.hostname
-        or parts.path
-        or parts.query
-        or parts.fragment
-        or parts.username
-        or value != value.lower()
-    ):
-        raise ValueError(f"{name} must look like http://127.0.0.1:8410 (got {value!r})")
-    parts.port  # noqa: B018 - raises ValueError on a bad port
+    found = ORIGIN.search(value)
+    if not found:
+        raise ValueError(
+            f"{name} must be a URL origin like http://127.0.0.1:8410 or https://files.example.com "
+            f"(lowercase, no path, no trailing slash; got {value!r})"
+        )
+    if found["port"] and int(found["port"]) > 65535:
+        raise ValueError(f"{name} port must be at most 65535 (got {value!r})")
+
+
+def check_bucket(value: str) -> None:
+    """S3's bucket naming rules beyond the pattern of ``Bucket``."""
+    if ".." in value or ".-" in value or "-." in value:
+        raise ValueError("bucket must not contain '..', '.-' or '-.'")
+    if BUCKET_LIKE_IP.search(value):
+        raise ValueError("bucket must not look like an IP address")
+    if value.startswith(("xn--", "sthree-")) or value.endswith(("-s3alias", "--ol-s3")):
+        raise ValueError("bucket uses a prefix or suffix reserved by S3")
 
 
 def check_url(value: str | None, schemes: tuple[str, ...], name: str) -> None:
