@@ -1,19 +1,23 @@
 """What /metrics says. Task, delivery and dead-letter figures are read from the database at
-scrape time (they are the same whichever process answers); HTTP latencies are this web
-process's own histogram."""
+scrape time (they are the same whichever process answers); HTTP latencies are summed over
+every web process of the site on this address (prometheus_client's multiprocess mode, set up
+by `serve`: web_group.py)."""
 
 from __future__ import annotations
 
+import os
 import time
 
 import asyncpg
 from litestar.types import ASGIApp, Receive, Scope, Send
 from prometheus_client import CollectorRegistry, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
+from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 
 from ..db.queries import Queries
 from ..tasks.states import TaskStatus
+from .web_group import ENV
 
 Q = Queries.load(__package__)
 
@@ -22,14 +26,21 @@ BUCKETS = [("0.05", "le_0_05"), ("0.1", "le_0_1"), ("0.25", "le_0_25"), ("0.5", 
 
 
 class HttpMetrics:
-    """Per-process request latencies, labelled by route template (not raw path: bounded cardinality)."""
+    """Request latencies, labelled by route template (not raw path: bounded cardinality)."""
 
     def __init__(self) -> None:
-        self.registry = CollectorRegistry()
         self.latency = Histogram(
             "sitekit_http_request_duration_seconds", "HTTP request latency by route",
-            ["method", "route", "status"], registry=self.registry,
+            ["method", "route", "status"], registry=None,
         )
+
+    def register(self, registry: CollectorRegistry) -> None:
+        """Every web process's latencies under `serve` (the variable also made prometheus_client keep
+        each process's values in files there); this process's own otherwise (an app built in a test)."""
+        if os.environ.get(ENV):
+            MultiProcessCollector(registry)
+        else:
+            registry.register(self.latency)
 
     def middleware(self, app: ASGIApp) -> ASGIApp:
         async def timed(scope: Scope, receive: Receive, send: Send) -> None:
@@ -89,4 +100,5 @@ async def database_families(pool: asyncpg.Pool) -> list:
 async def render(pool: asyncpg.Pool, http: HttpMetrics) -> bytes:
     registry = CollectorRegistry()
     registry.register(_Snapshot(await database_families(pool)))
-    return generate_latest(registry) + generate_latest(http.registry)
+    http.register(registry)
+    return generate_latest(registry)
