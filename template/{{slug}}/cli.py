@@ -69,12 +69,17 @@ def cmd_migrate(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
+    from .metrics.web_group import join_web_group, leave_web_group
+
+    port = args.port or settings.site.port
+    # First: the app imports prometheus_client, which reads the directory's variable at import.
+    metrics_directory = join_web_group(settings.site.slug, args.host, port)
+
     import uvicorn
 
     from .web.app import create_app
 
     app = create_app(settings)
-    port = args.port or settings.site.port
     sockets = None
     if args.reuse_port:
         # Several web processes on one port, the kernel spreading connections among them.
@@ -102,7 +107,10 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
         server_header=False,
         timeout_graceful_shutdown=10,
     ))
-    server.run(sockets=sockets)
+    try:
+        server.run(sockets=sockets)
+    finally:
+        leave_web_group(metrics_directory)
     return 0 if server.started else 3  # 3: uvicorn's own exit code for a failed start-up
 
 

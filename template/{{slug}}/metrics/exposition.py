@@ -1,35 +1,41 @@
 """What /metrics says. Task, delivery and dead-letter figures are read from the database at
-scrape time (they are the same whichever process answers); HTTP latencies are this web
-process's own histogram."""
+scrape time (they are the same whichever process answers); HTTP latencies are summed over
+every web process of the site on this address (prometheus_client's multiprocess mode, set up
+by `serve`: web_group.py)."""
 
 from __future__ import annotations
 
+import os
 import time
 
 import asyncpg
 from litestar.types import ASGIApp, Receive, Scope, Send
 from prometheus_client import CollectorRegistry, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
+from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 
-from ..db.queries import Queries
+from ..tasks.figures import figures
 from ..tasks.states import TaskStatus
-
-Q = Queries.load(__package__)
-
-BUCKETS = [("0.05", "le_0_05"), ("0.1", "le_0_1"), ("0.25", "le_0_25"), ("0.5", "le_0_5"), ("1.0", "le_1"),
-           ("2.5", "le_2_5"), ("5.0", "le_5"), ("15.0", "le_15"), ("60.0", "le_60")]
+from .web_group import ENV
 
 
 class HttpMetrics:
-    """Per-process request latencies, labelled by route template (not raw path: bounded cardinality)."""
+    """Request latencies, labelled by route template (not raw path: bounded cardinality)."""
 
     def __init__(self) -> None:
-        self.registry = CollectorRegistry()
         self.latency = Histogram(
             "sitekit_http_request_duration_seconds", "HTTP request latency by route",
-            ["method", "route", "status"], registry=self.registry,
+            ["method", "route", "status"], registry=None,
         )
+
+    def register(self, registry: CollectorRegistry) -> None:
+        """Every web process's latencies under `serve` (the variable also made prometheus_client keep
+        each process's values in files there); this process's own otherwise (an app built in a test)."""
+        if os.environ.get(ENV):
+            MultiProcessCollector(registry)
+        else:
+            registry.register(self.latency)
 
     def middleware(self, app: ASGIApp) -> ASGIApp:
         async def timed(scope: Scope, receive: Receive, send: Send) -> None:
@@ -65,28 +71,25 @@ class _Snapshot(Collector):
 
 async def database_families(pool: asyncpg.Pool) -> list:
     async with pool.acquire() as conn:
-        by_status = {r["status"]: r["n"] for r in await conn.fetch(Q.tasks_by_status)}
-        durations = await conn.fetchrow(Q.claim_to_publish)
-        totals = await conn.fetchrow(Q.delivery_totals)
-        dead = {r["classification"]: r["n"] for r in await conn.fetch(Q.dead_letters_by_class)}
+        now = await figures(conn)
     tasks = GaugeMetricFamily("sitekit_tasks", "Tasks by status", labels=["status"])
     for status in TaskStatus:
-        tasks.add_metric([status.value], by_status.get(status.value, 0))
+        tasks.add_metric([status.value], now.by_status.get(status.value, 0))
     histogram = HistogramMetricFamily("sitekit_task_claim_to_publish_seconds",
                                       "Claim to publish of successful attempts")
-    histogram.add_metric([], [(le, durations[column]) for le, column in BUCKETS] + [("+Inf", durations["total"])],
-                         sum_value=durations["sum"])
+    histogram.add_metric([], [*now.durations, ("+Inf", now.succeeded_attempts)], sum_value=now.seconds_total)
     sends = CounterMetricFamily("sitekit_task_deliveries", "Task messages sent (dispatch versions spent)")
-    sends.add_metric([], totals["sends"])
+    sends.add_metric([], now.sends)
     claims = CounterMetricFamily("sitekit_task_claims", "Claims (attempts spent)")
-    claims.add_metric([], totals["claims"])
+    claims.add_metric([], now.claims)
     letters = CounterMetricFamily("sitekit_dead_letters", "Dead-letter receipts by class", labels=["class"])
     for name in ("applied", "deferred", "stale", "missing", "invalid"):
-        letters.add_metric([name], dead.get(name, 0))
+        letters.add_metric([name], now.dead_letters.get(name, 0))
     return [tasks, histogram, sends, claims, letters]
 
 
 async def render(pool: asyncpg.Pool, http: HttpMetrics) -> bytes:
     registry = CollectorRegistry()
     registry.register(_Snapshot(await database_families(pool)))
-    return generate_latest(registry) + generate_latest(http.registry)
+    http.register(registry)
+    return generate_latest(registry)
