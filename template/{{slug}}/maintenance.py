@@ -11,9 +11,8 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 
-from .auth.sessions import Q as AUTH
+from . import ratelimits
 from .files import cleanup, store
-from .ratelimits.counters import purge_old_windows
 from .runtime import Runtime
 from .tasks import delivery, lifecycle
 
@@ -25,10 +24,8 @@ Step = Callable[[Runtime, int], Awaitable[int]]
 
 
 async def _purge_counters(runtime: Runtime, batch: int) -> int:
-    """Rate-limit and login-throttle windows that no longer count."""
-    removed = await purge_old_windows(runtime.pool, batch * 50)
-    status = await runtime.pool.execute(AUTH.purge_throttle)
-    return removed + int(status.split()[-1])
+    """Rate-limit windows (requests, sign-in and registration throttles) that no longer count."""
+    return await ratelimits.purge(runtime.pool, batch * 50)
 
 
 async def _purge_unpublished_results(runtime: Runtime, batch: int) -> int:

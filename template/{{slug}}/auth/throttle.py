@@ -16,9 +16,11 @@ import hmac
 
 import asyncpg
 
+from .. import ratelimits
 from ..errors import RateLimited
 from ..settings import Settings
-from .sessions import Q
+
+WINDOW_SECONDS = 15 * 60
 
 
 def account_key(settings: Settings, email: str) -> str:
@@ -27,7 +29,7 @@ def account_key(settings: Settings, email: str) -> str:
 
 
 async def _over(conn: asyncpg.Connection, key: str, limit: int) -> bool:
-    return await conn.fetchval(Q.throttle_hit, key) > limit
+    return not await ratelimits.hit(conn, key, WINDOW_SECONDS, limit)
 
 
 async def count_attempt(conn: asyncpg.Connection, settings: Settings, email: str, address: str | None) -> None:

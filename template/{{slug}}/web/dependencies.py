@@ -9,7 +9,7 @@ from litestar.di import NamedDependency, Provide
 
 from ..auth.sessions import Account, account_for_token
 from ..errors import Unauthenticated
-from ..ratelimits.counters import take
+from ..ratelimits.requests import count_request
 from ..runtime import Runtime
 from ..settings import Settings
 
@@ -55,8 +55,8 @@ async def provide_account(request: Request, pool: DbPool, settings: SiteSettings
         account = await session_account(conn, request, settings)
         if account is None:
             raise Unauthenticated()
-        await take(conn, account.id, "read" if reading else "write",
-                   policy.reads_per_minute if reading else policy.writes_per_minute)
+        await count_request(conn, account.id, "read" if reading else "write",
+                            policy.reads_per_minute if reading else policy.writes_per_minute)
     return account
 
 
