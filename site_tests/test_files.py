@@ -109,12 +109,12 @@ def test_rate_limit_over_http(user: SiteClient, site: SiteRecord, bucket: str) -
     db.execute(
         site,
         """
-        INSERT INTO rate_counter (account_id, bucket, window_start, count)
-        SELECT $1, $2, w, $3
+        INSERT INTO rate_limit_window (key, window_start, window_end, count)
+        SELECT $1, w, w + interval '1 minute', $2
         FROM unnest(ARRAY[date_trunc('minute', now()), date_trunc('minute', now()) + interval '1 minute']) AS w
-        ON CONFLICT (account_id, bucket, window_start) DO UPDATE SET count = EXCLUDED.count
+        ON CONFLICT (key, window_start) DO UPDATE SET count = EXCLUDED.count
         """,
-        user.account["id"], bucket, limit,
+        f"account:{user.account['id']}:{bucket}", limit,
     )
     other = "write" if bucket == "read" else "read"
     response = user.get("/api/files") if bucket == "read" else user.upload_raw(b"x")

@@ -3,7 +3,7 @@
 What the proxy changes for a site: its session cookie (``__Host-``, Secure) and HSTS; the client
 address it throttles by, which must be the real client's seen through the proxy; and an
 ``X-Forwarded-For`` from anyone but the proxy, which must not be believed. The client address is
-observed where the site keeps it: the keys of its ``login_throttle`` rows (``register:<address>``),
+observed where the site keeps it: the keys of its ``rate_limit_window`` rows (``register:<address>``),
 read with SQL, and the answers of its per-address throttles.
 
 Clients pick their loopback source address (httpx's ``local_address``), one set per scenario, so
@@ -48,7 +48,7 @@ def client_from(site: SiteRecord, address: str, *, direct: bool = False,
 
 def registrations_from(site: SiteRecord, address: str) -> int:
     """How many registrations the site counted for ``address`` (its throttle's own rows)."""
-    return db.fetchval(site, "SELECT coalesce(sum(count), 0) FROM login_throttle WHERE key = $1",
+    return db.fetchval(site, "SELECT coalesce(sum(count), 0) FROM rate_limit_window WHERE key = $1",
                        f"register:{address}")
 
 

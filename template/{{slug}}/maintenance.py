@@ -11,9 +11,8 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 
-from .auth.throttle import purge_old_attempts
+from . import ratelimits
 from .files import cleanup
-from .ratelimits.counters import purge_old_windows
 from .runtime import Runtime
 from .tasks import delivery, lifecycle
 
@@ -22,11 +21,6 @@ log = logging.getLogger(__name__)
 BATCH = 20
 
 Step = Callable[[Runtime, int], Awaitable[int]]
-
-
-async def _purge_counters(runtime: Runtime, batch: int) -> int:
-    """Rate-limit and login-throttle windows that no longer count."""
-    return await purge_old_windows(runtime.pool, batch * 50) + await purge_old_attempts(runtime.pool)
 
 
 # (name, step, needs object storage, needs a broker) in the order of docs/operations.md
@@ -39,7 +33,8 @@ STEPS: list[tuple[str, Step, bool, bool]] = [
     ("purge deleting files", lambda r, batch: cleanup.purge_deleting(r.pool, r.objects, batch), True, False),
     ("purge stale uploads", lambda r, batch: cleanup.purge_stale_uploads(r.pool, r.objects, batch), True, False),
     ("purge orphan objects", lambda r, batch: cleanup.purge_orphans(r.pool, r.objects, batch), True, False),
-    ("purge old rate counters", _purge_counters, False, False),
+    # Rate-limit windows (requests, sign-in and registration throttles) that no longer count.
+    ("purge old rate counters", lambda r, batch: ratelimits.purge(r.pool, batch * 50), False, False),
     ("re-send due tasks", lambda r, batch: delivery.resend_due(r.pool, r.queue, batch), False, True),
 ]
 

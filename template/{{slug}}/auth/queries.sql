@@ -50,16 +50,6 @@ SELECT id FROM account WHERE id = $1 FOR UPDATE;
 -- tasks, pins, attempts, receipts, counters, credits and ledger.
 DELETE FROM account WHERE id = $1;
 
--- name: throttle_hit
--- Counts one attempt in the current 15-minute window; returns the count so far.
-INSERT INTO login_throttle AS t (key, window_start, count)
-VALUES ($1, date_bin('15 minutes', now(), TIMESTAMPTZ '2000-01-01'), 1)
-ON CONFLICT (key, window_start) DO UPDATE SET count = t.count + 1
-RETURNING count;
-
--- name: purge_throttle
-DELETE FROM login_throttle WHERE window_start < now() - interval '1 hour';
-
 -- name: revoke_session
 UPDATE session SET revoked_at = now()
 WHERE token_hash = $1 AND revoked_at IS NULL;

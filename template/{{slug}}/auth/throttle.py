@@ -16,9 +16,11 @@ import hmac
 
 import asyncpg
 
+from .. import ratelimits
 from ..errors import RateLimited
 from ..settings import Settings
-from .sessions import Q
+
+WINDOW_SECONDS = 15 * 60
 
 
 def account_key(settings: Settings, email: str) -> str:
@@ -27,7 +29,7 @@ def account_key(settings: Settings, email: str) -> str:
 
 
 async def _over(conn: asyncpg.Connection, key: str, limit: int) -> bool:
-    return await conn.fetchval(Q.throttle_hit, key) > limit
+    return not await ratelimits.hit(conn, key, WINDOW_SECONDS, limit)
 
 
 async def count_attempt(conn: asyncpg.Connection, settings: Settings, email: str, address: str | None) -> None:
@@ -50,8 +52,3 @@ async def count_registration(conn: asyncpg.Connection, settings: Settings, addre
     if address and await _over(conn, f"register:{address[:90]}", settings.policy.auth.registrations_per_address):
         raise RateLimited("Too many new accounts from this address. Please wait and try again.")
 
-
-async def purge_old_attempts(pool: asyncpg.Pool) -> int:
-    """Windows that no longer count (maintenance)."""
-    status = await pool.execute(Q.purge_throttle)
-    return int(status.split()[-1])

@@ -1,14 +1,19 @@
--- name: take
--- One atomic upsert per request: the count after this request in the current minute.
-INSERT INTO rate_counter AS c (account_id, bucket, window_start, count)
-VALUES ($1, $2, date_trunc('minute', now()), 1)
-ON CONFLICT (account_id, bucket, window_start) DO UPDATE SET count = c.count + 1
+-- name: hit
+-- One atomic upsert per hit, so concurrent hits cannot both take the last slot: the key's count in
+-- its current window, this hit included. Windows of $2 seconds are aligned to 2000-01-01, so
+-- 60 seconds are the clock's minutes and 900 its quarter hours.
+INSERT INTO rate_limit_window AS w (key, window_start, window_end, count)
+SELECT $1, s, s + make_interval(secs => $2), 1
+FROM date_bin(make_interval(secs => $2), now(), TIMESTAMPTZ '2000-01-01') AS s
+ON CONFLICT (key, window_start) DO UPDATE SET count = w.count + 1
 RETURNING count;
 
--- name: purge_old_windows
-DELETE FROM rate_counter
+-- name: purge
+-- An hour after a window ends: long past any statement still counting into it (now() is its
+-- transaction's start).
+DELETE FROM rate_limit_window
 WHERE ctid IN (
-    SELECT ctid FROM rate_counter
-    WHERE window_start < date_trunc('minute', now()) - interval '1 hour'
+    SELECT ctid FROM rate_limit_window
+    WHERE window_end < now() - interval '1 hour'
     LIMIT $1
 );

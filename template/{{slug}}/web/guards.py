@@ -11,7 +11,7 @@ from litestar.connection import ASGIConnection
 from litestar.handlers import BaseRouteHandler
 
 from ..errors import Unauthenticated
-from ..ratelimits.counters import take
+from ..ratelimits.requests import count_request
 from .dependencies import runtime_of, session_account
 
 
@@ -33,8 +33,8 @@ async def rate_limited(connection: ASGIConnection, _: BaseRouteHandler) -> None:
     runtime = runtime_of(connection)
     policy = runtime.settings.policy.tasks
     reading = connection.scope["method"] in ("GET", "HEAD")
-    await take(runtime.pool, connection.state.account.id, "read" if reading else "write",
-               policy.reads_per_minute if reading else policy.writes_per_minute)
+    await count_request(runtime.pool, connection.state.account.id, "read" if reading else "write",
+                        policy.reads_per_minute if reading else policy.writes_per_minute)
 
 
 # Every signed-in API route: authenticate, then count.
