@@ -125,13 +125,10 @@ def cmd_create_user(settings: Settings, args: argparse.Namespace) -> int:
     async def run() -> str:
         email = normalise_email(args.email)
         password_hash = await hash_password(password)
-        pool = await create_pool(settings.require_database_url(), max_size=1)
-        try:
-            async with transaction(pool) as conn:
-                account = await register(conn, email, password_hash)
-            return str(account.id)
-        finally:
-            await pool.close()
+        async with await create_pool(settings.require_database_url(), max_size=1) as pool, \
+                transaction(pool) as conn:
+            account = await register(conn, email, password_hash)
+        return str(account.id)
 
     if not 8 <= len(password) <= 256:
         raise CommandError("password must be 8 to 256 characters")
@@ -233,11 +230,8 @@ def cmd_grant_credits(settings: Settings, args: argparse.Namespace) -> int:
         raise CommandError(error.message) from None
 
     async def run() -> int | None:
-        pool = await create_pool(settings.require_database_url(), max_size=1)
-        try:
+        async with await create_pool(settings.require_database_url(), max_size=1) as pool:
             return await grant_by_email(pool, email, args.amount, reason)
-        finally:
-            await pool.close()
 
     balance = asyncio.run(run())
     if balance is None:
