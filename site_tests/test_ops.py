@@ -8,6 +8,7 @@ from __future__ import annotations
 import secrets
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 
 import pytest
 from playwright.sync_api import Browser, expect, sync_playwright
@@ -33,10 +34,12 @@ def grant(site: SiteRecord, email: str) -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def operator(site: SiteRecord) -> SiteClient:
-    client = SiteClient(site)
-    grant(site, client.register()["email"])
-    return client
+@contextmanager
+def operator(site: SiteRecord) -> Iterator[SiteClient]:
+    """A client signed in as a fresh account that the site's command line made an operator."""
+    with SiteClient(site) as client:
+        grant(site, client.register()["email"])
+        yield client
 
 
 def ops_routes(task_id: str) -> list[tuple[str, str]]:
