@@ -122,7 +122,7 @@ def test_console_retry_keeps_the_budget_and_cancel_keeps_the_state_rules(site: S
 
         # STORAGE_FULL (no room for the result) may be retried while budget remains; never beyond it.
         source = b"no room for the result of this task"
-        owner.upload(source, "roomless.txt")
+        roomless = owner.upload(source, "roomless.txt")
         quota, largest = rules["files"]["quota_bytes"], rules["files"]["max_file_bytes"]
         fill = quota - db.fetchval(site, "SELECT used_bytes FROM storage_usage WHERE account_id = $1",
                                    account["id"]) - len(source) // 2
@@ -130,7 +130,6 @@ def test_console_retry_keeps_the_budget_and_cancel_keeps_the_state_rules(site: S
         with ThreadPoolExecutor(max_workers=4) as pool:
             list(pool.map(lambda n: owner.upload(b"f" * sizes[n], f"filler-{n}.bin", "application/octet-stream"),
                           range(len(sizes))))
-        roomless = next(f for f in owner.get("/api/files").json()["items"] if f["name"] == "roomless.txt")
         task = owner.post("/api/tasks", json=body(roomless["id"])).json()
         for used in range(1, budget + 1):
             failed = wait_task(owner, task["id"], {"failed"})
