@@ -1,6 +1,7 @@
 """Fuzzing every site's API from its own OpenAPI schema (schemathesis): no 5xx, every error in the envelope.
 
-One signed-in account per site; operations that end the session (logout,
+One signed-in account per site, made an operator (through the site's own command line) so the
+console's ``/api/ops`` routes are fuzzed past their guard too; operations that end the session (logout,
 password change, account deletion) are left to the scenario tests so they do
 not sign the fuzzer out halfway. The counts of each run are written to
 ``<state>/fuzz/<site>-<worker>.json``.
@@ -25,6 +26,7 @@ from harness.state import SiteRecord
 
 from .client import PASSWORD
 from .conftest import RUN
+from .operator import run_cli
 
 DOMAINS = {"task", "file", "execution", "auth", "rate", "request"}
 EXAMPLES_PER_OPERATION = 30
@@ -35,6 +37,8 @@ def _session(site: SiteRecord) -> requests.Session:
     response = httpx.post(f"{site.base_url}/api/auth/register", json={"email": email, "password": PASSWORD},
                           headers={"Origin": site.origin}, verify=tls_verify(site))
     assert response.status_code == 201, response.text
+    granted = run_cli(site, "operator", "grant", email)
+    assert granted.returncode == 0, granted.stdout + granted.stderr
     session = requests.Session()
     session.headers["Origin"] = site.origin
     session.cookies.set(site.cookie_name, response.cookies[site.cookie_name])

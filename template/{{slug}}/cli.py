@@ -1,5 +1,5 @@
 """Command line: ``python -m <site> migrate | serve | dev | worker | maintain | audit | tasks inspect
-| create-user | grant-credits``.
+| create-user | grant-credits | operator grant|revoke``.
 
 Every command reads the same settings (site.toml + environment). Expected
 failures (bad settings, a refused migration, a bad argument) print one line
@@ -240,6 +240,32 @@ def cmd_grant_credits(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_operator(settings: Settings, args: argparse.Namespace) -> int:
+    """The only way to become an operator (or stop being one): there is no web path to it."""
+    from .auth.accounts import normalise_email, set_operator
+    from .db.pool import create_pool, transaction
+    from .errors import SiteError
+
+    granting = args.operator_command == "grant"
+    try:
+        email = normalise_email(args.email)
+    except SiteError as error:
+        raise CommandError(error.message) from None
+
+    async def run() -> bool:
+        pool = await create_pool(settings.require_database_url(), max_size=1)
+        try:
+            async with transaction(pool) as conn:
+                return await set_operator(conn, email, granting)
+        finally:
+            await pool.close()
+
+    if not asyncio.run(run()):
+        raise CommandError(f"no account {email}")
+    print(f"{email} is an operator now" if granting else f"{email} is no longer an operator")
+    return 0
+
+
 def cmd_dev(settings: Settings, args: argparse.Namespace) -> int:
     from .dev import run_dev
 
@@ -290,6 +316,14 @@ def build_parser() -> argparse.ArgumentParser:
     grant.add_argument("email")
     grant.add_argument("amount", type=int, metavar="AMOUNT")
     grant.add_argument("--reason", required=True, help="recorded in the ledger and shown to the owner")
+
+    operator = commands.add_parser("operator", help="grant or revoke the operator console (/ops)")
+    operator_commands = operator.add_subparsers(dest="operator_command", required=True, metavar="OPERATOR_COMMAND")
+    for name, verb in (("grant", "make the account with EMAIL an operator"),
+                       ("revoke", "take the operator console from the account with EMAIL")):
+        sub = operator_commands.add_parser(name, help=verb, description=verb)
+        sub.add_argument("email")
+        sub.set_defaults(handler=cmd_operator)
 
     user = add("create-user", cmd_create_user, "create a personal account")
     user.add_argument("email")

@@ -62,6 +62,16 @@ async def find_by_email(conn: asyncpg.Connection, email: str) -> Account | None:
     return Account(id=row["id"], email=row["email"]) if row else None
 
 
+async def set_operator(conn: asyncpg.Connection, email: str, operator: bool) -> bool:
+    """Grant or revoke the console to the account with this normalised email (the CLI only);
+    False when there is no such account."""
+    return await conn.fetchval(Q.set_operator, email, operator) is not None
+
+
+async def is_operator(conn: asyncpg.Connection, account_id: UUID) -> bool:
+    return await conn.fetchval(Q.account_is_operator, account_id)
+
+
 async def register(conn: asyncpg.Connection, email: str, password_hash: str) -> Account:
     """A new account for a normalised ``email`` (hash the password first, outside any transaction)."""
     row = await conn.fetchrow(Q.insert_account, email, password_hash)

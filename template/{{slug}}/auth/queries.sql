@@ -53,3 +53,11 @@ DELETE FROM account WHERE id = $1;
 -- name: revoke_session
 UPDATE session SET revoked_at = now()
 WHERE token_hash = $1 AND revoked_at IS NULL;
+
+-- name: set_operator
+-- Only the `operator grant|revoke` command runs this; no web route does.
+UPDATE account SET operator = $2 WHERE email = $1 RETURNING id;
+
+-- name: account_is_operator
+-- Checked on every console request: a revoke takes effect on the next one.
+SELECT coalesce((SELECT operator FROM account WHERE id = $1), false);

@@ -39,6 +39,15 @@ class Entry(msgspec.Struct, rename="camel", frozen=True):
     created_at: datetime
 
 
+class TaskEntry(msgspec.Struct, rename="camel", frozen=True):
+    """One ledger entry of a task, as the operator console shows it."""
+
+    kind: Literal["hold", "capture", "refund"]
+    amount: int
+    charge_round: int
+    created_at: datetime
+
+
 class Credits(msgspec.Struct, frozen=True):
     balance: int
     entries: list[Entry]
@@ -90,3 +99,7 @@ async def credits(conn: asyncpg.Connection, account_id: UUID, limit: int = 20) -
     rows = await conn.fetch(Q.recent_entries, account_id, limit)
     return Credits(balance=await conn.fetchval(Q.balance, account_id),
                    entries=[Entry(**row) for row in rows])
+
+
+async def task_entries(conn: asyncpg.Connection, task_id: UUID) -> list[TaskEntry]:
+    return [TaskEntry(**row) for row in await conn.fetch(Q.task_entries, task_id)]

@@ -24,3 +24,9 @@ WHERE account_id = $1
 ORDER BY created_at DESC, id DESC
 LIMIT $2;
 
+-- name: task_entries
+-- A task's own entries, oldest first (the operator console's task view).
+SELECT kind, amount, charge_round, created_at
+FROM credit_ledger
+WHERE task_id = $1
+ORDER BY created_at, id;

@@ -45,7 +45,7 @@ LIMIT $4;
 -- ---------------------------------------------------------------- cancel / retry (store.py)
 
 -- name: lock_own_task
-SELECT id, status, attempt_count, max_attempts, error_code, processor, processor_version,
+SELECT id, owner_id, status, attempt_count, max_attempts, error_code, processor, processor_version,
        input_file_id, input_size, input_sha256, charge_status
 FROM task
 WHERE id = $1 AND owner_id = $2
@@ -311,3 +311,52 @@ FROM task;
 
 -- name: dead_letters_by_class
 SELECT classification, count(*) AS n FROM task_dead_letter GROUP BY classification;
+
+-- ---------------------------------------------------------------- the operator console (console.py)
+-- Every account's tasks, read through task_view: the owner's public columns, never leases,
+-- tokens, digests of the input, fingerprints or dispatch versions. The owner's email is joined in.
+
+-- name: console_finished_last_hour
+-- Every minute of the last hour (the current one last), with the tasks that finished in it.
+SELECT m.minute,
+       count(t.id) FILTER (WHERE t.status = 'succeeded') AS succeeded,
+       count(t.id) FILTER (WHERE t.status = 'failed') AS failed,
+       count(t.id) FILTER (WHERE t.status = 'canceled') AS canceled
+FROM generate_series(date_trunc('minute', now()) - interval '59 minutes', date_trunc('minute', now()),
+                     interval '1 minute') AS m (minute)
+LEFT JOIN task t ON t.finished_at >= m.minute AND t.finished_at < m.minute + interval '1 minute'
+GROUP BY m.minute
+ORDER BY m.minute;
+
+-- name: console_dead_letters_last_day
+SELECT count(*) FROM task_dead_letter WHERE received_at > now() - interval '24 hours';
+
+-- name: console_tasks
+-- Filters are optional ($1 status, $2 error code, $3 owner email, $4..$5 created in [from, to));
+-- keyset paging on (created_at, id) like the owner's list.
+SELECT v.*, a.email AS owner_email
+FROM task_view v
+JOIN account a ON a.id = v.owner_id
+WHERE ($1::text IS NULL OR v.status = $1)
+  AND ($2::text IS NULL OR v.error_code = $2)
+  AND ($3::text IS NULL OR a.email = $3)
+  AND ($4::timestamptz IS NULL OR v.created_at >= $4)
+  AND ($5::timestamptz IS NULL OR v.created_at < $5)
+  AND ($6::timestamptz IS NULL OR (v.created_at, v.id) < ($6, $7::uuid))
+ORDER BY v.created_at DESC, v.id DESC
+LIMIT $8;
+
+-- name: console_task
+SELECT v.*, a.email AS owner_email
+FROM task_view v
+JOIN account a ON a.id = v.owner_id
+WHERE v.id = $1;
+
+-- name: console_attempts
+-- Numbered in claim order; the lease version itself stays private.
+SELECT row_number() OVER (ORDER BY lease_version) AS number, started_at, ended_at, outcome, error_code
+FROM task_attempt WHERE task_id = $1 ORDER BY lease_version;
+
+-- name: console_dead_letters
+-- Class and time only: never the queue name, message id or dispatch version.
+SELECT classification, received_at FROM task_dead_letter WHERE task_id = $1 ORDER BY received_at, id;

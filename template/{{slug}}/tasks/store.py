@@ -210,47 +210,69 @@ async def list_tasks(conn: asyncpg.Connection, owner_id: UUID, after: tuple[date
 
 
 # --- cancel and retry ------------------------------------------------------------
+#
+# The owner and an operator change a task by the same rules: the same statements, the same
+# budget, the same lock order. The only difference is the owner check, a parameter:
+# ``owner_id`` is the caller's account, whose task it must be, or ``ANY_OWNER`` for an
+# operator's action on any account's task (the console: ops/actions.py).
+
+ANY_OWNER = None
 
 
-async def cancel(conn: asyncpg.Connection, owner_id: UUID, task_id: UUID) -> None:
-    """Waiting → canceled now (pin released, hold refunded); running/reconciling → request recorded.
+async def lock_for_change(conn: asyncpg.Connection, owner_id: UUID | None, task_id: UUID) -> asyncpg.Record:
+    """Lock the task's owner account, then the task (the lock order everywhere), or TaskNotFound.
 
-    Terminal tasks are unchanged — except that a failed task still holding
-    credits (a retryable failure) is abandoned: its hold is refunded.
+    With ``ANY_OWNER`` the owner is read first; it never changes, so the row locked next is the
+    same task of the same account.
     """
+    if owner_id is ANY_OWNER:
+        owner_id = await conn.fetchval(Q.task_owner, task_id)
+        if owner_id is None:
+            raise TaskNotFound()
     await accounts.lock(conn, owner_id)
     task = await conn.fetchrow(Q.lock_own_task, task_id, owner_id)
     if task is None:
         raise TaskNotFound()
+    return task
+
+
+async def cancel(conn: asyncpg.Connection, owner_id: UUID | None, task_id: UUID) -> str:
+    """Waiting → canceled now (pin released, hold refunded); running/reconciling → request recorded.
+
+    Terminal tasks are unchanged — except that a failed task still holding
+    credits (a retryable failure) is abandoned: its hold is refunded. Returns what
+    happened: ``canceled``, ``cancel_requested``, ``refunded`` or ``unchanged``.
+    """
+    task = await lock_for_change(conn, owner_id, task_id)
     status = TaskStatus(task["status"])
     if status in (TaskStatus.PENDING, TaskStatus.QUEUED, TaskStatus.RETRY_WAIT):
         await billing.refund(conn, task_id)
         await conn.execute(Q.cancel_waiting, task_id)
         await conn.execute(Q.release_pin, task_id)
-    elif status in ACTIVE:
+        return "canceled"
+    if status in ACTIVE:
         await conn.execute(Q.request_cancel, task_id)
-    elif status == TaskStatus.FAILED:
-        await billing.refund(conn, task_id)
+        return "cancel_requested"
+    if status == TaskStatus.FAILED and await billing.refund(conn, task_id):
+        return "refunded"
+    return "unchanged"
 
 
-async def retry(conn: asyncpg.Connection, policy: TasksPolicy, owner_id: UUID, task_id: UUID) -> None:
+async def retry(conn: asyncpg.Connection, policy: TasksPolicy, owner_id: UUID | None, task_id: UUID) -> None:
     """A failed task with an eligible code and budget left goes back to pending, re-pinned.
 
-    Re-checks what submit checked: the active limit, the processor version and
+    Re-checks what submit checked: the owner's active limit, the processor version and
     the original input (still ready, unexpired and byte-for-byte the same).
     The attempt budget is never reset.
     """
-    await accounts.lock(conn, owner_id)
-    task = await conn.fetchrow(Q.lock_own_task, task_id, owner_id)
-    if task is None:
-        raise TaskNotFound()
+    task = await lock_for_change(conn, owner_id, task_id)
     if not is_retryable(task["status"], task["error_code"], task["attempt_count"], task["max_attempts"]):
         raise NotRetryable()
     if not known(task["processor"], task["processor_version"]):
         raise NotRetryable("This task's processor version is no longer available. Start a new task.")
-    await check_active_limit(conn, owner_id, policy.max_active)
+    await check_active_limit(conn, task["owner_id"], policy.max_active)
     try:
-        file = await lock_input(conn, owner_id, task["input_file_id"])
+        file = await lock_input(conn, task["owner_id"], task["input_file_id"])
     except (FileNotFound, TaskRejected):
         raise NotRetryable("The input file is no longer available. Upload it again and start a new task.") from None
     if bytes(file["sha256"]) != bytes(task["input_sha256"]) or file["size"] != task["input_size"]:

@@ -15,6 +15,7 @@ from ..charges.routes import get_credits
 from ..files.routes import FilesController, upload_route
 from ..metrics.exposition import HttpMetrics
 from ..metrics.routes import metrics
+from ..ops.routes import OpsController
 from ..runtime import open_runtime
 from ..settings import Settings
 from ..tasks.routes import TasksController
@@ -22,6 +23,7 @@ from .dependencies import DEPENDENCIES
 from .errors import EXCEPTION_HANDLERS
 from .health import healthz, readyz
 from .middleware import OriginCheckMiddleware, RequestIdMiddleware, response_headers
+from .ops_pages import ops_router
 from .pages import TEMPLATES, pages_router, static_files
 
 # JSON bodies are small; uploads stream through their own handler with its own limit.
@@ -51,10 +53,12 @@ def create_app(settings: Settings) -> Litestar:
             upload_route(settings.policy.files),
             TasksController,
             get_credits,
+            OpsController,
             metrics,
             healthz,
             readyz,
             pages_router,
+            ops_router,
             static_files,
         ],
         dependencies=DEPENDENCIES,

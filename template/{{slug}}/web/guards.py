@@ -10,7 +10,8 @@ from __future__ import annotations
 from litestar.connection import ASGIConnection
 from litestar.handlers import BaseRouteHandler
 
-from ..errors import Unauthenticated
+from ..auth import accounts
+from ..errors import NotFound, Unauthenticated
 from ..ratelimits.requests import count_request
 from .dependencies import runtime_of, session_account
 
@@ -37,5 +38,21 @@ async def rate_limited(connection: ASGIConnection, _: BaseRouteHandler) -> None:
                         policy.reads_per_minute if reading else policy.writes_per_minute)
 
 
+async def operator_only(connection: ASGIConnection, _: BaseRouteHandler) -> None:
+    """A live session of an account that is an operator right now (checked in SQL on every request,
+    so a revoke takes effect at once); anyone else — signed out, signed in, another site's operator —
+    gets the same 404 as a path that does not exist. Its account is what ``account`` gives."""
+    runtime = runtime_of(connection)
+    if runtime.settings.session_cookie not in connection.cookies:
+        raise NotFound()
+    async with runtime.pool.acquire() as conn:
+        account = await session_account(conn, connection, runtime.settings)
+        if account is None or not await accounts.is_operator(conn, account.id):
+            raise NotFound()
+    connection.state.account = account
+
+
 # Every signed-in API route: authenticate, then count.
 ACCOUNT_GUARDS = [signed_in, rate_limited]
+# Every operator console route: an operator or a 404, then count.
+OPERATOR_GUARDS = [operator_only, rate_limited]
