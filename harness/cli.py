@@ -56,6 +56,18 @@ def verify_run(state_dir: Path, args: argparse.Namespace) -> tuple[bool, str]:
                   counts=process_counts(args), behind_proxy=args.proxy)
 
 
+def cmd_fleet_check(args: argparse.Namespace) -> int:
+    from . import fleet
+
+    members = fleet.load_paths(args.paths)
+    fleet.check(members)
+    for member in members:
+        origin = member.commit or "this checkout"
+        print(f"{member.answers['slug']:<12} {member.label}  ({member.kind}, template {origin})")
+    print(f"fleet: {len(members)} site(s), no shared names, ports or origins")
+    return 0
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     path = Path(args.state) / "report.json"
     if not path.exists():
@@ -185,6 +197,14 @@ def build_parser() -> argparse.ArgumentParser:
     add_process_options(chaos, workers=2)
     chaos.set_defaults(handler=cmd_chaos)
 
+    fleet = commands.add_parser("fleet", help="check sites (folders or answers files) against each other")
+    fleet_commands = fleet.add_subparsers(dest="fleet_command", required=True, metavar="ACTION")
+    check = fleet_commands.add_parser("check", help="refuse shared database names, cookie namespaces, queues, broker "
+                                                    "namespaces, bucket + prefix, ports or origins; exit 2")
+    check.add_argument("paths", nargs="+", metavar="DIR|FILE",
+                       help="site folders (with .copier-answers.yml), answers files, or folders of answers files")
+    check.set_defaults(handler=cmd_fleet_check)
+
     show = commands.add_parser("report", help="print the summary of a finished run")
     show.add_argument("--state", required=True)
     show.set_defaults(handler=cmd_report)
@@ -213,4 +233,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "bench" and (problem := bench_problem(args)):
         print(problem, file=sys.stderr)
         return 2
-    return args.handler(args)
+    from .fleet import FleetError
+
+    try:
+        return args.handler(args)
+    except FleetError as refused:  # refused before anything started: one line per reason
+        print(refused, file=sys.stderr)
+        return 2

@@ -1,0 +1,138 @@
+"""``harness fleet check``: sites and answers files loaded, held to copier's validators and to each other
+before anything starts. A refusal is one line per reason (naming both sites of a collision), exit 2."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from harness import KIT_ROOT, cli, fleet
+
+from .conftest import render
+
+HEAD = subprocess.run(["git", "-C", str(KIT_ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                      check=True).stdout.strip()
+
+
+def answers_of(slug: str, **changes) -> dict:
+    return {"site_name": slug.capitalize(), "slug": slug, "port": 8400 + sum(map(ord, slug)) % 1000, **changes}
+
+
+def write_answers(path: Path, answers: dict) -> str:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(answers), encoding="utf-8")
+    return str(path)
+
+
+def site_folder(root: Path, name: str, answers: dict, commit: str = HEAD, src: str = str(KIT_ROOT)) -> str:
+    """A folder as ``copier copy`` leaves it, as far as the fleet reads it: its answers file."""
+    write_answers(root / name / fleet.ANSWERS_FILE, {"_commit": commit, "_src_path": src, **answers})
+    return str(root / name)
+
+
+def run_check(capsys: pytest.CaptureFixture, *paths: str) -> tuple[int, list[str], str]:
+    code = cli.main(["fleet", "check", *paths])
+    out, err = capsys.readouterr()
+    return code, err.splitlines(), out
+
+
+def test_distinct_sites_pass(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    one = site_folder(tmp_path, "shop", answers_of("shop"))
+    two = write_answers(tmp_path / "blog.yml", answers_of("blog"))
+    code, err, out = run_check(capsys, one, two)
+    assert (code, err) == (0, [])
+    assert "2 site(s)" in out and "shop" in out and "blog" in out
+
+
+COLLIDING = [
+    ({"database_name": "agency"}, {"database_name": "agency"}, "database name 'agency'"),
+    ({"auth_namespace": "agency"}, {"auth_namespace": "agency"}, "auth namespace"),
+    ({"task_queue": "work"}, {"task_queue": "work"}, "queue 'work'"),
+    ({"dead_queue": "dead"}, {"task_queue": "dead"}, "queue 'dead'"),  # one site's dead letters, another's tasks
+    ({"broker_namespace": "agency"}, {"broker_namespace": "agency"}, "broker namespace 'agency'"),
+    ({"bucket": "agency-files", "object_prefix": "p"}, {"bucket": "agency-files", "object_prefix": "p"},
+     "bucket + object prefix 'agency-files/p'"),
+    ({"port": 9000, "origin": "https://shop.example"}, {"port": 9000, "origin": "https://blog.example"},
+     "port '9000'"),
+    ({"origin": "https://files.example.com"}, {"origin": "https://files.example.com:443"},
+     "origin 'https://files.example.com:443'"),
+]
+
+
+@pytest.mark.parametrize(("mine", "theirs", "shared"), COLLIDING, ids=[c[2].split(" '")[0] for c in COLLIDING])
+def test_a_shared_name_is_refused_naming_both_sites(
+    tmp_path: Path, capsys: pytest.CaptureFixture, mine: dict, theirs: dict, shared: str
+) -> None:
+    one = site_folder(tmp_path, "shop", answers_of("shop", **mine))
+    two = site_folder(tmp_path, "blog", answers_of("blog", **theirs))
+    other = write_answers(tmp_path / "wiki.yml", answers_of("wiki"))
+    code, err, _ = run_check(capsys, one, two, other)
+    assert code == 2
+    assert err == [f"{one} and {two} share the {err[0].split(' share the ', 1)[1]}"]
+    assert shared in err[0]
+
+
+def test_one_bucket_with_two_prefixes_is_not_a_collision(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    one = write_answers(tmp_path / "a.yml", answers_of("shop", bucket="agency-files"))
+    two = write_answers(tmp_path / "b.yml", answers_of("blog", bucket="agency-files"))
+    assert run_check(capsys, one, two)[:2] == (0, [])
+
+
+def test_a_folder_of_answers_files(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    write_answers(tmp_path / "fleet" / "a.yml", answers_of("shop"))
+    write_answers(tmp_path / "fleet" / "b.yaml", answers_of("blog", database_name="shop"))
+    code, err, _ = run_check(capsys, str(tmp_path / "fleet"))
+    assert code == 2 and err == [f"{tmp_path}/fleet/a.yml and {tmp_path}/fleet/b.yaml share the database name 'shop'"]
+
+
+def test_an_answer_copier_refuses_is_refused_with_copiers_message(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    bad = write_answers(tmp_path / "bad.yml", answers_of("shop", bucket="Upper_Case"))
+    code, err, _ = run_check(capsys, bad)
+    assert code == 2 and len(err) == 1
+    assert err[0].startswith(f"{bad}: Validation error for question 'bucket': bucket must be 3-63 characters")
+
+
+BAD_INPUT = [
+    ("plain-folder", "not a generated site (no .copier-answers.yml)"),
+    ("missing.yml", "no such answers file"),
+    ("malformed.yml", "not a valid answers file (YAML error at line 3: expected ',' or ']'"),
+    ("list.yml", "not a valid answers file (expected a mapping"),
+    ("foreign-site", "rendered from an unknown template (gh:someone/other-template @ 0123abc)"),
+    ("foreign.yml", "answers of an unknown template"),
+    ("no-commit-site", "rendered from an unknown template"),
+]
+
+
+@pytest.mark.parametrize(("name", "message"), BAD_INPUT, ids=[b[0] for b in BAD_INPUT])
+def test_bad_input_is_one_clear_line(tmp_path: Path, capsys: pytest.CaptureFixture, name: str, message: str) -> None:
+    (tmp_path / "plain-folder").mkdir()
+    (tmp_path / "plain-folder" / "README.md").write_text("not a site")
+    (tmp_path / "malformed.yml").write_text("slug: shop\nport: [8410\n")
+    (tmp_path / "list.yml").write_text("- slug\n- shop\n")
+    site_folder(tmp_path, "foreign-site", answers_of("shop"), commit="0123abc", src="gh:someone/other-template")
+    write_answers(tmp_path / "foreign.yml",
+                  {"_src_path": "gh:someone/other-template", "_commit": "v9", **answers_of("x1")})
+    write_answers(tmp_path / "no-commit-site" / fleet.ANSWERS_FILE,
+                  {"_src_path": str(KIT_ROOT), **answers_of("x2")})
+    good = write_answers(tmp_path / "good.yml", answers_of("good"))
+    code, err, out = run_check(capsys, good, str(tmp_path / name))
+    assert code == 2 and out == ""
+    assert err == [f"{tmp_path / name}: {err[0].split(': ', 1)[1]}"]
+    assert message in err[0]
+
+
+def test_a_rendered_site_loads_with_its_template_commit(tmp_path: Path) -> None:
+    site = render(tmp_path, slug="realsite", bucket="real-files")
+    member = fleet.load_site(str(site))
+    assert member.kind == "site" and member.template == str(KIT_ROOT)
+    assert member.commit  # of this checkout's history, or of its uncommitted changes
+    assert member.answers["bucket"] == "real-files" and member.answers["task_queue"] == "realsite_tasks"
+    theirs = fleet.load_answers(write_answers(tmp_path / "b.yml", answers_of("other", bucket="real-files",
+                                                                             object_prefix="realsite")))
+    assert fleet.collisions([member, theirs]) == [
+        f"{site} and {tmp_path}/b.yml share the bucket + object prefix 'real-files/realsite'"]
