@@ -42,18 +42,31 @@ def cmd_down(args: argparse.Namespace) -> int:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
+    fleet = fleet_of(args)  # refused here, before anything starts
     state_dir = Path(args.state) if args.state else _default_state()
-    ok, text = verify_run(state_dir, args)
+    ok, text = verify_run(state_dir, args, fleet)
     print(text, end="")
     print(f"report: {state_dir.resolve() / 'report.json'}")
     return 0 if ok else 1
 
 
-def verify_run(state_dir: Path, args: argparse.Namespace) -> tuple[bool, str]:
+def fleet_of(args: argparse.Namespace) -> list | None:
+    """``--site``/``--answers``: the sites loaded, checked against each other and given ports; None
+    for a run of fresh renders. Raises FleetError (one line per reason)."""
+    if not (args.site or args.answers):
+        return None
+    from . import fleet, fleet_plan
+
+    members = fleet.load(args.site or [], args.answers or [])
+    fleet.check(members)
+    return fleet_plan.plan(members, free_ports=args.free_ports)
+
+
+def verify_run(state_dir: Path, args: argparse.Namespace, fleet: list | None = None) -> tuple[bool, str]:
     from .verify import verify
 
     return verify(state_dir, args.sites, keep=args.keep, workers=args.pytest_workers, pytest_args=args.pytest_args,
-                  counts=process_counts(args), behind_proxy=args.proxy)
+                  counts=process_counts(args), behind_proxy=args.proxy, fleet=fleet)
 
 
 def cmd_fleet_check(args: argparse.Namespace) -> int:
@@ -175,6 +188,12 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument("--pytest-workers", default="2", help="pytest-xdist workers for site_tests (default 2)")
     add_process_options(verify)
     add_proxy_option(verify)
+    verify.add_argument("--site", action="append", metavar="DIR",
+                        help="a site folder made by `copier copy` (repeat): verify these instead of fresh renders")
+    verify.add_argument("--answers", action="append", metavar="FILE",
+                        help="an answers file or a folder of them (repeat): render each from this checkout, verify")
+    verify.add_argument("--free-ports", action="store_true",
+                        help="run a fleet site whose port is busy here on another one (default: refuse)")
     verify.add_argument("pytest_args", nargs="*", help="extra pytest arguments after --, e.g. -- -k cookies")
     verify.set_defaults(handler=cmd_verify)
 
@@ -223,6 +242,13 @@ def main(argv: list[str] | None = None) -> int:
         if getattr(args, option, 1) < 1:
             print(f"--{option.replace('_', '-')} must be at least 1", file=sys.stderr)
             return 2
+    if getattr(args, "site", None) or getattr(args, "answers", None):
+        if args.proxy or any(a.startswith("--sites") for a in (sys.argv[1:] if argv is None else argv)):
+            print("--site/--answers choose the sites: not with --sites or --proxy", file=sys.stderr)
+            return 2
+    elif getattr(args, "free_ports", False):
+        print("--free-ports is for --site/--answers", file=sys.stderr)
+        return 2
     if getattr(args, "proxy", False) and args.sites < proxy.MIN_SITES:
         print(f"--proxy needs --sites {proxy.MIN_SITES} or more: sites on hosts of their own and two sharing one host",
               file=sys.stderr)

@@ -12,6 +12,7 @@ import msgspec
 from .books import SiteBooks
 from .chaos.results import ChaosReport
 from .chaos.results import summary as chaos_summary
+from .fleet_plan import Planned
 from .render import Provenance
 from .stand import RunInfo, SiteTimings
 from .state import ProxyRecord, ProxyRoute
@@ -49,6 +50,8 @@ class SiteReport(msgspec.Struct):
     tests: SiteTests = msgspec.field(default_factory=SiteTests)
     # after the scenarios: everything restarted, every ready file read back, the site's audit
     books: SiteBooks | None = None
+    # verify --site/--answers: the folder or answers file, its template and commit, the run's overrides
+    fleet: Planned | None = None
 
 
 class ProxyLane(msgspec.Struct):
@@ -165,7 +168,7 @@ def build(*, ok: bool, started_at: str, provenance: Provenance, services_mode: s
           proxy: ProxyLane | None = None) -> Report:
     sites = [
         SiteReport(slug=slug, answers=answers, timings=info.timings.get(slug, SiteTimings()),
-                   tests=per_site(tests, slug), books=(books or {}).get(slug))
+                   tests=per_site(tests, slug), books=(books or {}).get(slug), fleet=info.fleet.get(slug))
         for slug, answers in (info.answers.items() if info else [])
     ]
     return Report(
@@ -193,6 +196,7 @@ def summary(report: Report) -> str:
         f"  template {commit} (copier {p.copier_version}), services: {report.services}",
         f"  {report.started_at} -> {report.finished_at}",
         *proxy_lines(report.proxy),
+        *fleet_lines(report.sites),
         "",
         "  site       render  install  migrate   start   tests (its own cases: passed/failed/skipped, time)",
     ]
@@ -232,6 +236,19 @@ def proxy_lines(lane: ProxyLane | None) -> list[str]:
     lines.append(f"    proxy scenarios (site_tests/test_proxy.py): {c.passed} passed, {c.failed} failed, "
                  f"{c.skipped} skipped")
     return lines
+
+
+def fleet_lines(sites: list[SiteReport]) -> list[str]:
+    """Where each site of a fleet run came from, and what the run changed in its copy."""
+    lines: list[str] = []
+    for site in sites:
+        if (planned := site.fleet) is None:
+            continue
+        made = (f"template {planned.template} @ {planned.commit}" if planned.kind == "site"
+                else "rendered from this checkout")
+        lines.append(f"  {site.slug:<9} {planned.label} ({made}), port {planned.port}")
+        lines += [f"    {key}: {change}" for key, change in planned.overrides.items()]
+    return ["", "  fleet:", *lines] if lines else []
 
 
 def books_lines(site: SiteReport) -> list[str]:

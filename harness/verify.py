@@ -11,6 +11,7 @@ from pathlib import Path
 from . import KIT_ROOT, books, report, stand, state
 from .chaos import results as chaos_results
 from .chaos.run import campaign
+from .fleet_plan import Planned
 from .render import provenance
 
 log = logging.getLogger(__name__)
@@ -53,7 +54,7 @@ def run_site_tests(state_dir: Path, workers: int | str, sites: int, extra: list[
 
 def verify(state_dir: Path, count: int, *, keep: bool, workers: int | str, pytest_args: list[str] | None = None,
            overrides: dict | None = None, counts: state.ProcessCounts | None = None,
-           behind_proxy: bool = False) -> tuple[bool, str]:
+           behind_proxy: bool = False, fleet: list[Planned] | None = None) -> tuple[bool, str]:
     state_dir = Path(state_dir).resolve()
     started_at = report.now()
     origin = provenance()
@@ -65,7 +66,7 @@ def verify(state_dir: Path, count: int, *, keep: bool, workers: int | str, pytes
     chaos: chaos_results.ChaosReport | None = None
     front: state.ProxyRecord | None = None
     try:
-        sites = stand.up(state_dir, count, overrides, counts, behind_proxy=behind_proxy)
+        sites = stand.up(state_dir, count, overrides, counts, behind_proxy=behind_proxy, fleet=fleet)
         services_mode, front = sites.services.mode, sites.proxy
         tests_rc = run_site_tests(state_dir, workers, len(sites.sites), pytest_args,
                                   ca_file=front.ca_file if front else None)

@@ -136,3 +136,56 @@ def test_a_rendered_site_loads_with_its_template_commit(tmp_path: Path) -> None:
                                                                              object_prefix="realsite")))
     assert fleet.collisions([member, theirs]) == [
         f"{site} and {tmp_path}/b.yml share the bucket + object prefix 'real-files/realsite'"]
+
+
+# --- verify --site/--answers: refused before anything starts; ports honoured or freed on request ---
+
+
+def test_verify_refuses_before_anything_starts(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    one = write_answers(tmp_path / "a.yml", answers_of("shop", bucket="agency-files", object_prefix="p"))
+    two = site_folder(tmp_path, "blog", answers_of("blog", bucket="agency-files", object_prefix="p"))
+    state = tmp_path / "run"
+    code = cli.main(["verify", "--answers", one, "--site", two, "--state", str(state)])
+    assert code == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"{two} and {one} share the bucket + object prefix 'agency-files/p'"]
+    assert not state.exists()
+    assert cli.main(["verify", "--site", str(tmp_path / "nowhere"), "--state", str(state)]) == 2
+    assert capsys.readouterr().err == f"{tmp_path / 'nowhere'}: no such folder\n"
+    assert cli.main(["verify", "--sites", "2", "--site", two]) == 2
+    assert not state.exists()
+
+
+def test_a_busy_port_is_refused_unless_free_ports(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    import socket
+
+    from harness import fleet_plan
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        busy = write_answers(tmp_path / "busy.yml", answers_of("shop", port=port))
+        state = tmp_path / "run"
+        assert cli.main(["verify", "--answers", busy, "--state", str(state)]) == 2
+        assert capsys.readouterr().err == (f"{busy}: port {port} is busy on this machine "
+                                           f"(free it, or pass --free-ports to run the site on another)\n")
+        assert not state.exists()
+        planned, = fleet_plan.plan(fleet.load(answers=[busy]), free_ports=True)
+        assert planned.port != port and planned.overrides == {"port": f"{port} was busy: {planned.port}"}
+
+
+def test_the_run_copies_a_site_and_raises_only_its_throttles(tmp_path: Path) -> None:
+    from harness import fleet_plan
+
+    site = render(tmp_path, slug="copied", writes_per_minute=30, reads_per_minute=50000)
+    (site / ".venv").mkdir()
+    (site / "copied" / "local_edit.py").write_text("EDITED = True\n")
+    planned, = fleet_plan.plan([fleet.load_site(str(site))], free_ports=True)
+    fleet_plan.place(planned, tmp_path / "run" / "site")
+    copy = tmp_path / "run" / "site"
+    assert (copy / "copied" / "local_edit.py").exists() and not (copy / ".venv").exists()
+    toml = (copy / "site.toml").read_text()
+    assert "writes_per_minute = 2000" in toml and "reads_per_minute = 50000" in toml
+    assert planned.overrides["writes_per_minute"] == "30 raised to 2000" and "reads_per_minute" not in planned.overrides
+    assert "writes_per_minute = 30" in (site / "site.toml").read_text()  # the user's folder is untouched
