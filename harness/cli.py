@@ -59,7 +59,9 @@ def fleet_of(args: argparse.Namespace) -> list | None:
 
     members = fleet.load(args.site or [], args.answers or [])
     fleet.check(members)
-    return fleet_plan.plan(members, free_ports=args.free_ports)
+    if args.update and args.answers:
+        raise fleet.FleetError("--update rehearses the upgrade of existing sites: give them with --site, not --answers")
+    return fleet_plan.plan(members, free_ports=args.free_ports, update=args.update)
 
 
 def verify_run(state_dir: Path, args: argparse.Namespace, fleet: list | None = None) -> tuple[bool, str]:
@@ -194,6 +196,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="an answers file or a folder of them (repeat): render each from this checkout, verify")
     verify.add_argument("--free-ports", action="store_true",
                         help="run a fleet site whose port is busy here on another one (default: refuse)")
+    verify.add_argument("--update", action="store_true",
+                        help="upgrade rehearsal: run each --site's old version and give it data, "
+                             "`copier update` a copy to this checkout, migrate, verify, and check the old data")
     verify.add_argument("pytest_args", nargs="*", help="extra pytest arguments after --, e.g. -- -k cookies")
     verify.set_defaults(handler=cmd_verify)
 
@@ -246,8 +251,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.proxy or any(a.startswith("--sites") for a in (sys.argv[1:] if argv is None else argv)):
             print("--site/--answers choose the sites: not with --sites or --proxy", file=sys.stderr)
             return 2
-    elif getattr(args, "free_ports", False):
-        print("--free-ports is for --site/--answers", file=sys.stderr)
+    elif getattr(args, "free_ports", False) or getattr(args, "update", False):
+        print("--free-ports and --update are for --site/--answers", file=sys.stderr)
         return 2
     if getattr(args, "proxy", False) and args.sites < proxy.MIN_SITES:
         print(f"--proxy needs --sites {proxy.MIN_SITES} or more: sites on hosts of their own and two sharing one host",

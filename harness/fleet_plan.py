@@ -47,6 +47,7 @@ class Planned(msgspec.Struct):
     commit: str | None
     port: int  # where it listens in this run: its own port unless that was busy (--free-ports)
     overrides: dict = msgspec.field(default_factory=dict)  # what the run changed in its copy, and why
+    update: bool = False  # --update: rehearse copier update to this checkout first (harness/rehearsal.py)
 
     @property
     def slug(self) -> str:
@@ -62,7 +63,7 @@ def port_busy(port: int) -> bool:
     return False
 
 
-def plan(members: list[Member], free_ports: bool) -> list[Planned]:
+def plan(members: list[Member], free_ports: bool, update: bool = False) -> list[Planned]:
     """Each site on its own port; a busy one is refused (one line) unless ``free_ports``."""
     planned: list[Planned] = []
     for member in members:
@@ -77,7 +78,8 @@ def plan(members: list[Member], free_ports: bool) -> list[Planned]:
             log.warning("%s: port %s is busy on this machine; running on %s", member.label,
                         member.answers["port"], port)
         planned.append(Planned(label=member.label, kind=member.kind, source=member.path, answers=member.answers,
-                               template=member.template, commit=member.commit, port=port, overrides=overrides))
+                               template=member.template, commit=member.commit, port=port, overrides=overrides,
+                               update=update))
     return planned
 
 

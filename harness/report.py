@@ -13,6 +13,7 @@ from .books import SiteBooks
 from .chaos.results import ChaosReport
 from .chaos.results import summary as chaos_summary
 from .fleet_plan import Planned
+from .rehearsal import Outcome
 from .render import Provenance
 from .stand import RunInfo, SiteTimings
 from .state import ProxyRecord, ProxyRoute
@@ -52,6 +53,7 @@ class SiteReport(msgspec.Struct):
     books: SiteBooks | None = None
     # verify --site/--answers: the folder or answers file, its template and commit, the run's overrides
     fleet: Planned | None = None
+    update: Outcome | None = None  # verify --update: from-commit -> to-commit, conflicts, the old data
 
 
 class ProxyLane(msgspec.Struct):
@@ -165,10 +167,11 @@ def proxy_lane(record: ProxyRecord | None, tests: TestResults) -> ProxyLane:
 def build(*, ok: bool, started_at: str, provenance: Provenance, services_mode: str, info: RunInfo | None,
           tests: TestResults, teardown: list[str], failure: str | None,
           books: dict[str, SiteBooks] | None = None, chaos: ChaosReport | None = None,
-          proxy: ProxyLane | None = None) -> Report:
+          proxy: ProxyLane | None = None, updates: dict[str, Outcome | None] | None = None) -> Report:
     sites = [
         SiteReport(slug=slug, answers=answers, timings=info.timings.get(slug, SiteTimings()),
-                   tests=per_site(tests, slug), books=(books or {}).get(slug), fleet=info.fleet.get(slug))
+                   tests=per_site(tests, slug), books=(books or {}).get(slug), fleet=info.fleet.get(slug),
+                   update=(updates or {}).get(slug))
         for slug, answers in (info.answers.items() if info else [])
     ]
     return Report(
@@ -248,7 +251,22 @@ def fleet_lines(sites: list[SiteReport]) -> list[str]:
                 else "rendered from this checkout")
         lines.append(f"  {site.slug:<9} {planned.label} ({made}), port {planned.port}")
         lines += [f"    {key}: {change}" for key, change in planned.overrides.items()]
+        if planned.update:
+            lines.append(f"    update: {update_line(site.update)}")
     return ["", "  fleet:", *lines] if lines else []
+
+
+def update_line(outcome: Outcome | None) -> str:
+    if outcome is None:
+        return "not reached"
+    moved = f"{outcome.from_commit} -> {outcome.to_commit or '?'}"
+    if not outcome.checked:
+        return f"{moved}: old data not checked"
+    found = [f"conflicts in {', '.join(outcome.conflicts)}"] if outcome.conflicts else []
+    found += outcome.problems
+    migrations = f", {len(outcome.migrations)} new migration(s)" if outcome.migrations else ""
+    return f"{moved}{migrations}: " + ("; ".join(found) if found else "old data intact (account, files byte-exact, "
+                                                                     "finished task and its result, history)")
 
 
 def books_lines(site: SiteReport) -> list[str]:

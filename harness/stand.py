@@ -12,7 +12,7 @@ from pathlib import Path
 
 import msgspec
 
-from . import fleet_plan, processes, proxy, services, state
+from . import fleet_plan, processes, proxy, rehearsal, services, state
 from .fleet_plan import Planned
 from .render import render_site, site_answers
 from .state import SiteRecord, SitesFile
@@ -94,6 +94,8 @@ def _prepare_site(state_dir: Path, services_: state.Services, index: int, run_id
     )
     if migrated.returncode != 0:
         raise StandError(f"{slug}: migrate failed: {migrated.stderr.strip()[-300:]}")
+    if planned and planned.update:  # the old version runs and gets data, then is updated and migrated again
+        _timed(timings, "migrate_s", lambda: rehearsal.rehearse(state_dir, planned, python, env, site_dir))
     upstream = f"http://127.0.0.1:{port}"
     https = answers["origin"].startswith("https://")
     record = SiteRecord(

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from . import KIT_ROOT, books, report, stand, state
+from . import KIT_ROOT, books, rehearsal, report, stand, state
 from .chaos import results as chaos_results
 from .chaos.run import campaign
 from .fleet_plan import Planned
@@ -73,6 +73,9 @@ def verify(state_dir: Path, count: int, *, keep: bool, workers: int | str, pytes
         chaos = campaign(state_dir, [sites.sites[0].slug], CHAOS_SECONDS, CHAOS_SEED)
         chaos_results.write(state_dir, chaos)
         site_books = books.check_books(state_dir)
+        if fleet and any(site.update for site in fleet):  # after the restart: the old data through the new code
+            for record in sites.sites:
+                rehearsal.check(state_dir, record)
     except Exception as error:
         failure = f"{type(error).__name__}: {error}"
         log.error("run failed: %s", failure)
@@ -85,6 +88,9 @@ def verify(state_dir: Path, count: int, *, keep: bool, workers: int | str, pytes
         ok, failure = False, "no site test ran"
     ok = ok and bool(site_books) and all(b.ok for b in site_books.values())
     ok = ok and chaos is not None and chaos.ok
+    updates = {site.slug: rehearsal.load(state_dir, site.slug) for site in fleet or [] if site.update}
+    if updates and not all(outcome is not None and outcome.ok for outcome in updates.values()):
+        ok, failure = False, failure or "an upgrade rehearsal did not carry every site over cleanly"
     lane = report.proxy_lane(front, results) if behind_proxy else None
     # The proxy-only scenarios skip outside this lane; here every one of them must run and pass
     # (unless extra pytest arguments chose other scenarios).
@@ -92,5 +98,5 @@ def verify(state_dir: Path, count: int, *, keep: bool, workers: int | str, pytes
         ok, failure = False, failure or "the proxy scenarios (site_tests/test_proxy.py) did not all pass"
     built = report.build(ok=ok, started_at=started_at, provenance=origin, services_mode=services_mode,
                          info=stand.load_run_info(state_dir), tests=results, teardown=teardown, failure=failure,
-                         books=site_books, chaos=chaos, proxy=lane)
+                         books=site_books, chaos=chaos, proxy=lane, updates=updates)
     return ok, report.write(state_dir, built)
