@@ -93,7 +93,8 @@ def place(site: Planned, site_dir: Path) -> None:
         shutil.copytree(site.source, site_dir, ignore=NOT_COPIED, symlinks=True)
     else:
         render_site(site.answers, site_dir)
-    raise_throttles(site, site_dir / "site.toml")
+    if not site.update:  # an update rehearsal raises them after `copier update`, not as an edit it must merge
+        raise_throttles(site, site_dir / "site.toml")
     if served_origin(site) != site.answers["origin"]:
         site.overrides["origin"] = f"{site.answers['origin']} served as {served_origin(site)} (APP_ORIGIN)"
 

@@ -22,7 +22,9 @@ import yaml
 from copier._main import Worker  # run_update() cannot name the template to update to; its Worker can
 
 from . import KIT_ROOT, processes, state
-from .fleet_plan import Planned
+from .fleet import resolve_commit
+from .fleet_plan import Planned, raise_throttles
+from .render import provenance
 
 PASSWORD = "rehearsal password 1"
 SOURCE = b"made by the old version  \r\nof this site\n"
@@ -88,7 +90,7 @@ def _wait_finished(client: httpx.Client, task_id: str, timeout: float = 90) -> d
     while (task := client.get(f"/api/tasks/{task_id}").json())["status"] not in ("succeeded", "failed"):
         if time.monotonic() > deadline:
             raise RehearsalError(f"task {task_id} still {task['status']} after {timeout:.0f}s")
-        time.sleep(0.2)
+        time.sleep(0.5)  # the old version's default read limit is low (120 a minute)
     return task
 
 
@@ -145,7 +147,16 @@ def update(site_dir: Path) -> tuple[str, list[str]]:
                unsafe=True, quiet=True, conflict="rej").run_update()
     answers = yaml.safe_load((site_dir / ".copier-answers.yml").read_text(encoding="utf-8"))
     conflicts = sorted(str(p.relative_to(site_dir)) for p in site_dir.rglob("*.rej") if ".git" not in p.parts)
-    return str(answers.get("_commit")), conflicts
+    return to_commit(str(answers.get("_commit"))), conflicts
+
+
+def to_commit(written: str) -> str:
+    """The version updated to, as this checkout names it: copier writes a commit of its own for a
+    working tree with uncommitted changes."""
+    if resolve_commit(KIT_ROOT, written):
+        return written
+    head = provenance()
+    return f"{(head.commit or '?')[:7]} + uncommitted changes"
 
 
 def rehearse(state_dir: Path, site: Planned, python: str, env: dict[str, str], site_dir: Path) -> Outcome:
@@ -160,6 +171,7 @@ def rehearse(state_dir: Path, site: Planned, python: str, env: dict[str, str], s
         raise RehearsalError(f"{slug}: {error}") from None
     except Exception as error:  # copier's own errors: the message is what the user would see
         raise RehearsalError(f"{slug}: copier update failed: {' '.join(str(error).split())[:300]}") from None
+    raise_throttles(site, site_dir / "site.toml")
     processes.install_site(site_dir, Path(python).parent.parent, logs / "install.log")
     migrated = processes.run_site_command(python, slug, ["migrate"], env, str(site_dir))
     if migrated.returncode != 0:
