@@ -58,7 +58,7 @@ def fleet_of(args: argparse.Namespace) -> list | None:
     from . import fleet, fleet_plan
 
     members = fleet.load(args.site or [], args.answers or [])
-    fleet.check(members)
+    fleet.check(members, run=True)
     if args.update and args.answers:
         raise fleet.FleetError("--update rehearses the upgrade of existing sites: give them with --site, not --answers")
     return fleet_plan.plan(members, free_ports=args.free_ports, update=args.update)

@@ -223,10 +223,15 @@ RULES: list[tuple[str, object]] = [
 ]
 
 
-def collisions(members: list[Member]) -> list[str]:
+# verify stands every site up with a bucket of its own (created and dropped by the run, and listed by
+# site_tests to prove objects stay in their site's bucket): there two prefixes of one bucket collide too.
+RUN_RULES = [*RULES, ("bucket (a run gives each site its own)", lambda a: [a["bucket"]])]
+
+
+def collisions(members: list[Member], rules: list | None = None) -> list[str]:
     """One line per shared value, naming both sites (the first that holds it and the other)."""
     found: list[str] = []
-    for what, values_of in RULES:
+    for what, values_of in rules or RULES:
         holder: dict[str, Member] = {}
         for member in members:
             for value in dict.fromkeys(values_of(member.answers)):
@@ -235,7 +240,8 @@ def collisions(members: list[Member]) -> list[str]:
     return found
 
 
-def check(members: list[Member]) -> None:
-    """Refuse a fleet whose sites collide: a FleetError holding one line per collision."""
-    if found := collisions(members):
+def check(members: list[Member], run: bool = False) -> None:
+    """Refuse a fleet whose sites collide: a FleetError holding one line per collision. ``run``: for
+    ``verify``, which also needs a bucket per site."""
+    if found := collisions(members, RUN_RULES if run else RULES):
         raise FleetError("\n".join(found))

@@ -148,7 +148,8 @@ def test_verify_refuses_before_anything_starts(tmp_path: Path, capsys: pytest.Ca
     code = cli.main(["verify", "--answers", one, "--site", two, "--state", str(state)])
     assert code == 2
     assert capsys.readouterr().err.splitlines() == [
-        f"{two} and {one} share the bucket + object prefix 'agency-files/p'"]
+        f"{two} and {one} share the bucket + object prefix 'agency-files/p'",
+        f"{two} and {one} share the bucket (a run gives each site its own) 'agency-files'"]
     assert not state.exists()
     assert cli.main(["verify", "--site", str(tmp_path / "nowhere"), "--state", str(state)]) == 2
     assert capsys.readouterr().err == f"{tmp_path / 'nowhere'}: no such folder\n"
@@ -189,3 +190,11 @@ def test_the_run_copies_a_site_and_raises_only_its_throttles(tmp_path: Path) -> 
     assert "writes_per_minute = 2000" in toml and "reads_per_minute = 50000" in toml
     assert planned.overrides["writes_per_minute"] == "30 raised to 2000" and "reads_per_minute" not in planned.overrides
     assert "writes_per_minute = 30" in (site / "site.toml").read_text()  # the user's folder is untouched
+
+
+def test_verify_needs_a_bucket_per_site(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    one = write_answers(tmp_path / "a.yml", answers_of("shop", bucket="agency-files"))
+    two = write_answers(tmp_path / "b.yml", answers_of("blog", bucket="agency-files"))
+    assert cli.main(["verify", "--answers", one, "--answers", two, "--state", str(tmp_path / "run")]) == 2
+    assert capsys.readouterr().err == (
+        f"{one} and {two} share the bucket (a run gives each site its own) 'agency-files'\n")
