@@ -10,6 +10,7 @@ account signs in, the task kept its result, both files download byte-exact, the 
 from __future__ import annotations
 
 import hashlib
+import re
 import subprocess
 import threading
 import time
@@ -176,7 +177,7 @@ def rehearse(state_dir: Path, site: Planned, python: str, env: dict[str, str], s
     migrated = processes.run_site_command(python, slug, ["migrate"], env, str(site_dir))
     if migrated.returncode != 0:
         raise RehearsalError(f"{slug}: migrate after the update failed: {migrated.stderr.strip()[-300:]}")
-    outcome.migrations = [word for word in migrated.stdout.split() if word.endswith(".sql")]
+    outcome.migrations = re.findall(r"\b\d{4}_\w+\.sql\b", migrated.stdout)  # "applied 2 migration(s): a.sql, b.sql"
     save(state_dir, slug, outcome)
     return outcome
 
