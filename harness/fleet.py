@@ -10,6 +10,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import tempfile
+import tomllib
 from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
@@ -146,8 +147,22 @@ def load_site(folder: str) -> Member:
     if not template_known(src, commit and str(commit)):
         raise FleetError(f"{folder}: rendered from an unknown template ({src or 'no _src_path'} @ "
                          f"{commit or 'no _commit'}); this kit's history does not hold it")
-    return Member(label=folder, kind="site", path=str(path.resolve()), answers=validated(raw, folder),
+    answers = {**validated(raw, folder), **site_toml_names(path, folder)}
+    return Member(label=folder, kind="site", path=str(path.resolve()), answers=answers,
                   template=str(src), commit=str(commit))
+
+
+def site_toml_names(folder: Path, label: str) -> dict:
+    """The names the site really uses: its ``site.toml`` ``[site]`` table, which the site reads at
+    start-up and its owner may have edited since ``copier copy``."""
+    path = folder / "site.toml"
+    if not path.is_file():
+        return {}
+    try:
+        table = tomllib.loads(path.read_text(encoding="utf-8")).get("site", {})
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
+        raise FleetError(f"{label}/site.toml: not valid TOML ({_one_line(error)})") from None
+    return {name: table[name] for name in IDENTITY if name in table}
 
 
 def load_answers(file: str) -> Member:

@@ -198,3 +198,16 @@ def test_verify_needs_a_bucket_per_site(tmp_path: Path, capsys: pytest.CaptureFi
     assert cli.main(["verify", "--answers", one, "--answers", two, "--state", str(tmp_path / "run")]) == 2
     assert capsys.readouterr().err == (
         f"{one} and {two} share the bucket (a run gives each site its own) 'agency-files'\n")
+
+
+def test_a_hand_edited_site_toml_is_what_counts(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    one = render(tmp_path, slug="edited")
+    toml = one / "site.toml"
+    toml.write_text(toml.read_text().replace('bucket = "edited-files"', 'bucket = "shared-files"'))
+    two = write_answers(tmp_path / "b.yml", answers_of("other", bucket="shared-files", object_prefix="edited"))
+    capsys.readouterr()  # what copier said while rendering
+    code, err, _ = run_check(capsys, str(one), two)
+    assert code == 2 and err == [f"{one} and {two} share the bucket + object prefix 'shared-files/edited'"]
+    (one / "site.toml").write_text("[site\n")
+    code, err, _ = run_check(capsys, str(one))
+    assert code == 2 and len(err) == 1 and err[0].startswith(f"{one}/site.toml: not valid TOML")
