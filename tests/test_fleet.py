@@ -211,3 +211,17 @@ def test_a_hand_edited_site_toml_is_what_counts(tmp_path: Path, capsys: pytest.C
     (one / "site.toml").write_text("[site\n")
     code, err, _ = run_check(capsys, str(one))
     assert code == 2 and len(err) == 1 and err[0].startswith(f"{one}/site.toml: not valid TOML")
+
+
+def test_an_update_with_conflicts_is_reported_and_fails() -> None:
+    from harness.rehearsal import Outcome
+    from harness.report import update_line
+
+    clean = Outcome(from_commit="1f183a8", to_commit="6991eea", migrations=["0007_task_charges.sql"], checked=True)
+    assert clean.ok and update_line(clean).startswith("1f183a8 -> 6991eea, 1 new migration(s): old data intact")
+    torn = Outcome(from_commit="1f183a8", to_commit="6991eea", conflicts=["site.toml.rej"], checked=True,
+                   problems=["the old upload does not download byte-exact (404)"])
+    assert not torn.ok
+    assert update_line(torn) == ("1f183a8 -> 6991eea: conflicts in site.toml.rej; "
+                                 "the old upload does not download byte-exact (404)")
+    assert update_line(None) == "not reached"
