@@ -84,7 +84,8 @@ def main(argv: list[str]) -> int:
         os.environ["SITEKIT_REQUIRE_BROWSER"] = "1"  # the lane proves the pages in Chromium too: never a skip
         args = ["-m", "harness", "verify", *rest]  # --sites: the harness's own default for the lane (3)
     elif command == "verify":
-        args = ["-m", "harness", "verify", *([] if "--sites" in rest else ["--sites", "2"]), *rest]
+        chosen = {"--sites", "--site", "--answers"} & {a.split("=", 1)[0] for a in rest}  # the sites are given
+        args = ["-m", "harness", "verify", *([] if chosen else ["--sites", "2"]), *rest]
     elif command == "test":
         ensure_chromium()
         os.environ["SITEKIT_REQUIRE_BROWSER"] = "1"  # in the test command a missing browser fails, not skips

@@ -42,18 +42,45 @@ def cmd_down(args: argparse.Namespace) -> int:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
+    fleet = fleet_of(args)  # refused here, before anything starts
     state_dir = Path(args.state) if args.state else _default_state()
-    ok, text = verify_run(state_dir, args)
+    ok, text = verify_run(state_dir, args, fleet)
     print(text, end="")
     print(f"report: {state_dir.resolve() / 'report.json'}")
     return 0 if ok else 1
 
 
-def verify_run(state_dir: Path, args: argparse.Namespace) -> tuple[bool, str]:
+def fleet_of(args: argparse.Namespace) -> list | None:
+    """``--site``/``--answers``: the sites loaded, checked against each other and given ports; None
+    for a run of fresh renders. Raises FleetError (one line per reason)."""
+    if not (args.site or args.answers):
+        return None
+    from . import fleet, fleet_plan
+
+    members = fleet.load(args.site or [], args.answers or [])
+    fleet.check(members, run=True)
+    if args.update and args.answers:
+        raise fleet.FleetError("--update rehearses the upgrade of existing sites: give them with --site, not --answers")
+    return fleet_plan.plan(members, free_ports=args.free_ports, update=args.update)
+
+
+def verify_run(state_dir: Path, args: argparse.Namespace, fleet: list | None = None) -> tuple[bool, str]:
     from .verify import verify
 
     return verify(state_dir, args.sites, keep=args.keep, workers=args.pytest_workers, pytest_args=args.pytest_args,
-                  counts=process_counts(args), behind_proxy=args.proxy)
+                  counts=process_counts(args), behind_proxy=args.proxy, fleet=fleet)
+
+
+def cmd_fleet_check(args: argparse.Namespace) -> int:
+    from . import fleet
+
+    members = fleet.load_paths(args.paths)
+    fleet.check(members)
+    for member in members:
+        origin = member.commit or "this checkout"
+        print(f"{member.answers['slug']:<12} {member.label}  ({member.kind}, template {origin})")
+    print(f"fleet: {len(members)} site(s), no shared names, ports or origins")
+    return 0
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -163,6 +190,15 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument("--pytest-workers", default="2", help="pytest-xdist workers for site_tests (default 2)")
     add_process_options(verify)
     add_proxy_option(verify)
+    verify.add_argument("--site", action="append", metavar="DIR",
+                        help="a site folder made by `copier copy` (repeat): verify these instead of fresh renders")
+    verify.add_argument("--answers", action="append", metavar="FILE",
+                        help="an answers file or a folder of them (repeat): render each from this checkout, verify")
+    verify.add_argument("--free-ports", action="store_true",
+                        help="run a fleet site whose port is busy here on another one (default: refuse)")
+    verify.add_argument("--update", action="store_true",
+                        help="upgrade rehearsal: run each --site's old version and give it data, "
+                             "`copier update` a copy to this checkout, migrate, verify, and check the old data")
     verify.add_argument("pytest_args", nargs="*", help="extra pytest arguments after --, e.g. -- -k cookies")
     verify.set_defaults(handler=cmd_verify)
 
@@ -185,6 +221,14 @@ def build_parser() -> argparse.ArgumentParser:
     add_process_options(chaos, workers=2)
     chaos.set_defaults(handler=cmd_chaos)
 
+    fleet = commands.add_parser("fleet", help="check sites (folders or answers files) against each other")
+    fleet_commands = fleet.add_subparsers(dest="fleet_command", required=True, metavar="ACTION")
+    check = fleet_commands.add_parser("check", help="refuse shared database names, cookie namespaces, queues, broker "
+                                                    "namespaces, bucket + prefix, ports or origins; exit 2")
+    check.add_argument("paths", nargs="+", metavar="DIR|FILE",
+                       help="site folders (with .copier-answers.yml), answers files, or folders of answers files")
+    check.set_defaults(handler=cmd_fleet_check)
+
     show = commands.add_parser("report", help="print the summary of a finished run")
     show.add_argument("--state", required=True)
     show.set_defaults(handler=cmd_report)
@@ -203,6 +247,13 @@ def main(argv: list[str] | None = None) -> int:
         if getattr(args, option, 1) < 1:
             print(f"--{option.replace('_', '-')} must be at least 1", file=sys.stderr)
             return 2
+    if getattr(args, "site", None) or getattr(args, "answers", None):
+        if args.proxy or any(a.startswith("--sites") for a in (sys.argv[1:] if argv is None else argv)):
+            print("--site/--answers choose the sites: not with --sites or --proxy", file=sys.stderr)
+            return 2
+    elif getattr(args, "free_ports", False) or getattr(args, "update", False):
+        print("--free-ports and --update are for --site/--answers", file=sys.stderr)
+        return 2
     if getattr(args, "proxy", False) and args.sites < proxy.MIN_SITES:
         print(f"--proxy needs --sites {proxy.MIN_SITES} or more: sites on hosts of their own and two sharing one host",
               file=sys.stderr)
@@ -213,4 +264,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "bench" and (problem := bench_problem(args)):
         print(problem, file=sys.stderr)
         return 2
-    return args.handler(args)
+    from .fleet import FleetError
+
+    try:
+        return args.handler(args)
+    except FleetError as refused:  # refused before anything started: one line per reason
+        print(refused, file=sys.stderr)
+        return 2

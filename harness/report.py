@@ -12,6 +12,8 @@ import msgspec
 from .books import SiteBooks
 from .chaos.results import ChaosReport
 from .chaos.results import summary as chaos_summary
+from .fleet_plan import Planned
+from .rehearsal import Outcome
 from .render import Provenance
 from .stand import RunInfo, SiteTimings
 from .state import ProxyRecord, ProxyRoute
@@ -49,6 +51,9 @@ class SiteReport(msgspec.Struct):
     tests: SiteTests = msgspec.field(default_factory=SiteTests)
     # after the scenarios: everything restarted, every ready file read back, the site's audit
     books: SiteBooks | None = None
+    # verify --site/--answers: the folder or answers file, its template and commit, the run's overrides
+    fleet: Planned | None = None
+    update: Outcome | None = None  # verify --update: from-commit -> to-commit, conflicts, the old data
 
 
 class ProxyLane(msgspec.Struct):
@@ -162,10 +167,11 @@ def proxy_lane(record: ProxyRecord | None, tests: TestResults) -> ProxyLane:
 def build(*, ok: bool, started_at: str, provenance: Provenance, services_mode: str, info: RunInfo | None,
           tests: TestResults, teardown: list[str], failure: str | None,
           books: dict[str, SiteBooks] | None = None, chaos: ChaosReport | None = None,
-          proxy: ProxyLane | None = None) -> Report:
+          proxy: ProxyLane | None = None, updates: dict[str, Outcome | None] | None = None) -> Report:
     sites = [
         SiteReport(slug=slug, answers=answers, timings=info.timings.get(slug, SiteTimings()),
-                   tests=per_site(tests, slug), books=(books or {}).get(slug))
+                   tests=per_site(tests, slug), books=(books or {}).get(slug), fleet=info.fleet.get(slug),
+                   update=(updates or {}).get(slug))
         for slug, answers in (info.answers.items() if info else [])
     ]
     return Report(
@@ -193,6 +199,7 @@ def summary(report: Report) -> str:
         f"  template {commit} (copier {p.copier_version}), services: {report.services}",
         f"  {report.started_at} -> {report.finished_at}",
         *proxy_lines(report.proxy),
+        *fleet_lines(report.sites),
         "",
         "  site       render  install  migrate   start   tests (its own cases: passed/failed/skipped, time)",
     ]
@@ -232,6 +239,34 @@ def proxy_lines(lane: ProxyLane | None) -> list[str]:
     lines.append(f"    proxy scenarios (site_tests/test_proxy.py): {c.passed} passed, {c.failed} failed, "
                  f"{c.skipped} skipped")
     return lines
+
+
+def fleet_lines(sites: list[SiteReport]) -> list[str]:
+    """Where each site of a fleet run came from, and what the run changed in its copy."""
+    lines: list[str] = []
+    for site in sites:
+        if (planned := site.fleet) is None:
+            continue
+        made = (f"template {planned.template} @ {planned.commit}" if planned.kind == "site"
+                else "rendered from this checkout")
+        lines.append(f"  {site.slug:<9} {planned.label} ({made}), port {planned.port}")
+        lines += [f"    {key}: {change}" for key, change in planned.overrides.items()]
+        if planned.update:
+            lines.append(f"    update: {update_line(site.update)}")
+    return ["", "  fleet:", *lines] if lines else []
+
+
+def update_line(outcome: Outcome | None) -> str:
+    if outcome is None:
+        return "not reached"
+    moved = f"{outcome.from_commit} -> {outcome.to_commit or '?'}"
+    if not outcome.checked:
+        return f"{moved}: old data not checked"
+    found = [f"conflicts in {', '.join(outcome.conflicts)}"] if outcome.conflicts else []
+    found += outcome.problems
+    migrations = f", {len(outcome.migrations)} new migration(s)" if outcome.migrations else ""
+    return f"{moved}{migrations}: " + ("; ".join(found) if found else "old data intact (account, files byte-exact, "
+                                                                     "finished task and its result, history)")
 
 
 def books_lines(site: SiteReport) -> list[str]:

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import msgspec
 
-from . import processes, proxy, services, state
+from . import fleet_plan, processes, proxy, rehearsal, services, state
+from .fleet_plan import Planned
 from .render import render_site, site_answers
 from .state import SiteRecord, SitesFile
 
@@ -35,6 +36,7 @@ class RunInfo(msgspec.Struct):
     run_id: str
     answers: dict[str, dict]
     timings: dict[str, SiteTimings]
+    fleet: dict[str, Planned] = msgspec.field(default_factory=dict)  # verify --site/--answers: where each came from
 
 
 class StandError(RuntimeError):
@@ -51,16 +53,22 @@ def _timed(timings: SiteTimings, field: str, step):
 
 def _prepare_site(state_dir: Path, services_: state.Services, index: int, run_id: str, overrides: dict | None,
                   behind: state.ProxyRecord | None = None, public: tuple[str, int] | None = None,
-                  ) -> tuple[SiteRecord, dict, SiteTimings, state.ServiceRecord]:
+                  planned: Planned | None = None) -> tuple[SiteRecord, dict, SiteTimings, state.ServiceRecord]:
     timings = SiteTimings()
-    port = processes.free_port()
-    answers = site_answers(index, run_id, port, overrides)
+    if planned:  # a site of the user's fleet: its own answers and port, served on loopback
+        port, answers = planned.port, {**planned.answers, "origin": fleet_plan.served_origin(planned)}
+    else:
+        port = processes.free_port()
+        answers = site_answers(index, run_id, port, overrides)
     if public:  # behind the proxy the site's origin is its public https address
         answers["origin"] = f"https://{public[0]}:{public[1]}"
     slug = answers["slug"]
     folder = state.site_folder(state_dir, slug)
     site_dir = folder / "site"
-    _timed(timings, "render_s", lambda: render_site(answers, site_dir))
+    if planned:
+        _timed(timings, "render_s", lambda: fleet_plan.place(planned, site_dir))
+    else:
+        _timed(timings, "render_s", lambda: render_site(answers, site_dir))
     if behind:
         proxy.trust_the_proxy(site_dir / "site.toml", behind.source)
     database_url = services.create_site_resources(services_, answers["database_name"], answers["bucket"])
@@ -86,6 +94,8 @@ def _prepare_site(state_dir: Path, services_: state.Services, index: int, run_id
     )
     if migrated.returncode != 0:
         raise StandError(f"{slug}: migrate failed: {migrated.stderr.strip()[-300:]}")
+    if planned and planned.update:  # the old version runs and gets data, then is updated and migrated again
+        _timed(timings, "migrate_s", lambda: rehearsal.rehearse(state_dir, planned, python, env, site_dir))
     upstream = f"http://127.0.0.1:{port}"
     https = answers["origin"].startswith("https://")
     record = SiteRecord(
@@ -175,9 +185,12 @@ def stop_roles(record: SiteRecord, roles: tuple[str, ...] = ROLES, kill: bool = 
 
 
 def up(state_dir: Path, count: int, overrides: dict | None = None,
-       counts: state.ProcessCounts | None = None, behind_proxy: bool = False) -> SitesFile:
+       counts: state.ProcessCounts | None = None, behind_proxy: bool = False,
+       fleet: list[Planned] | None = None) -> SitesFile:
     """Stand ``count`` sites up; with ``behind_proxy`` each is served through nginx over https
-    (harness/proxy.py) and started with the proxy as its only trusted one."""
+    (harness/proxy.py) and started with the proxy as its only trusted one. With ``fleet`` the
+    sites are those (harness/fleet_plan.py) instead of fresh renders."""
+    count = len(fleet) if fleet else count
     state_dir = Path(state_dir).resolve()
     state_dir.mkdir(parents=True, exist_ok=True)
     if state.sites_path(state_dir).exists():
@@ -193,7 +206,8 @@ def up(state_dir: Path, count: int, overrides: dict | None = None,
     state.save(state_dir, sites)  # from here on, `down` can clean up whatever follows
     info = RunInfo(run_id=run_id, answers={}, timings={})
     with ThreadPoolExecutor(max_workers=min(count, 4)) as pool:
-        futures = [pool.submit(_prepare_site, state_dir, provisioned, i, run_id, overrides, behind, public[i])
+        futures = [pool.submit(_prepare_site, state_dir, provisioned, i, run_id, overrides, behind, public[i],
+                               fleet[i] if fleet else None)
                    for i in range(count)]
         outcomes = [future.exception() or future.result() for future in futures]
     prepared = [o for o in outcomes if not isinstance(o, BaseException)]
@@ -201,6 +215,9 @@ def up(state_dir: Path, count: int, overrides: dict | None = None,
         provisioned.s3_proxies[record.slug] = s3_proxy
         sites.sites.append(record)
         info.answers[record.slug] = answers
+        if fleet:  # the user's answers, as given; what the run changed is in the plan's overrides
+            info.fleet[record.slug] = planned = next(site for site in fleet if site.slug == record.slug)
+            info.answers[record.slug] = planned.answers
         info.timings[record.slug] = timings
     state.save(state_dir, sites)  # what was made is recorded, so `down` removes it
     if failed := [o for o in outcomes if isinstance(o, BaseException)]:

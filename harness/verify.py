@@ -8,9 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from . import KIT_ROOT, books, report, stand, state
+from . import KIT_ROOT, books, rehearsal, report, stand, state
 from .chaos import results as chaos_results
 from .chaos.run import campaign
+from .fleet_plan import Planned
 from .render import provenance
 
 log = logging.getLogger(__name__)
@@ -53,7 +54,7 @@ def run_site_tests(state_dir: Path, workers: int | str, sites: int, extra: list[
 
 def verify(state_dir: Path, count: int, *, keep: bool, workers: int | str, pytest_args: list[str] | None = None,
            overrides: dict | None = None, counts: state.ProcessCounts | None = None,
-           behind_proxy: bool = False) -> tuple[bool, str]:
+           behind_proxy: bool = False, fleet: list[Planned] | None = None) -> tuple[bool, str]:
     state_dir = Path(state_dir).resolve()
     started_at = report.now()
     origin = provenance()
@@ -65,13 +66,16 @@ def verify(state_dir: Path, count: int, *, keep: bool, workers: int | str, pytes
     chaos: chaos_results.ChaosReport | None = None
     front: state.ProxyRecord | None = None
     try:
-        sites = stand.up(state_dir, count, overrides, counts, behind_proxy=behind_proxy)
+        sites = stand.up(state_dir, count, overrides, counts, behind_proxy=behind_proxy, fleet=fleet)
         services_mode, front = sites.services.mode, sites.proxy
         tests_rc = run_site_tests(state_dir, workers, len(sites.sites), pytest_args,
                                   ca_file=front.ca_file if front else None)
         chaos = campaign(state_dir, [sites.sites[0].slug], CHAOS_SECONDS, CHAOS_SEED)
         chaos_results.write(state_dir, chaos)
         site_books = books.check_books(state_dir)
+        if fleet and any(site.update for site in fleet):  # after the restart: the old data through the new code
+            for record in sites.sites:
+                rehearsal.check(state_dir, record)
     except Exception as error:
         failure = f"{type(error).__name__}: {error}"
         log.error("run failed: %s", failure)
@@ -84,6 +88,9 @@ def verify(state_dir: Path, count: int, *, keep: bool, workers: int | str, pytes
         ok, failure = False, "no site test ran"
     ok = ok and bool(site_books) and all(b.ok for b in site_books.values())
     ok = ok and chaos is not None and chaos.ok
+    updates = {site.slug: rehearsal.load(state_dir, site.slug) for site in fleet or [] if site.update}
+    if updates and not all(outcome is not None and outcome.ok for outcome in updates.values()):
+        ok, failure = False, failure or "an upgrade rehearsal did not carry every site over cleanly"
     lane = report.proxy_lane(front, results) if behind_proxy else None
     # The proxy-only scenarios skip outside this lane; here every one of them must run and pass
     # (unless extra pytest arguments chose other scenarios).
@@ -91,5 +98,5 @@ def verify(state_dir: Path, count: int, *, keep: bool, workers: int | str, pytes
         ok, failure = False, failure or "the proxy scenarios (site_tests/test_proxy.py) did not all pass"
     built = report.build(ok=ok, started_at=started_at, provenance=origin, services_mode=services_mode,
                          info=stand.load_run_info(state_dir), tests=results, teardown=teardown, failure=failure,
-                         books=site_books, chaos=chaos, proxy=lane)
+                         books=site_books, chaos=chaos, proxy=lane, updates=updates)
     return ok, report.write(state_dir, built)
