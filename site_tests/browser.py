@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, BrowserContext, ConsoleMessage, Page, Playwright
+from playwright.sync_api import Browser, BrowserContext, ConsoleMessage, Page, Playwright, expect
 
 from harness import KIT_ROOT
 from harness.state import SiteRecord
@@ -120,6 +120,18 @@ class SitePage:
         """(scrollWidth, innerWidth): the page scrolls sideways when the first is larger."""
         width, inner = self.page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
         return width, inner
+
+    def check_layouts(self, pages: dict[str, tuple[str, str]], width: int) -> None:
+        """Each page ``name: (path, a selector visible once it has loaded)`` at ``width`` px: no
+        sideways scroll; a screenshot of each at 390 px."""
+        self.page.set_viewport_size({"width": width, "height": 800})
+        for name, (path, loaded) in pages.items():
+            self.goto(path)
+            expect(self.page.locator(loaded)).to_be_visible()
+            scroll, inner = self.overflow()
+            assert scroll <= inner, f"{path} at {width} px: scrollWidth {scroll} > innerWidth {inner}"
+            if width == 390:
+                self.screenshot(name)
 
 
 @contextmanager

@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import itertools
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import Browser, sync_playwright
 
 from harness import state
 from harness.state import SiteRecord, SitesFile
 
+from .browser import launch, require_chromium
 from .client import SiteClient, policy
 
 
@@ -67,6 +70,18 @@ def run() -> SitesFile:
 @pytest.fixture(scope="session")
 def state_dir() -> Path:
     return Path(os.environ["SITEKIT_STATE"])
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    """Chromium, trusting this run's certificate behind the proxy. Module scope: playwright's sync
+    API holds an event loop on this thread while it runs, so it lives only as long as one module's
+    tests do."""
+    require_chromium()
+    with sync_playwright() as playwright:
+        chromium = launch(playwright, RUN.proxy.spki if RUN.proxy is not None else None)
+        yield chromium
+        chromium.close()
 
 
 @pytest.fixture

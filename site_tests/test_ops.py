@@ -11,14 +11,13 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 
 import pytest
-from playwright.sync_api import Browser, expect, sync_playwright
+from playwright.sync_api import Browser, expect
 
 from harness.state import SiteRecord
 
 from . import db, faults
-from .browser import WIDTHS, SitePage, launch, require_chromium, site_page
+from .browser import WIDTHS, SitePage, site_page
 from .client import SiteClient, error_code, policy
-from .conftest import RUN
 from .operator import run_cli
 from .test_tasks import body
 from .waiting import wait_task
@@ -137,7 +136,9 @@ def test_console_retry_keeps_the_budget_and_cancel_keeps_the_state_rules(site: S
             if used < budget:
                 retried = ops.post(f"/api/ops/tasks/{task['id']}/retry")
                 assert retried.status_code == 200, retried.text
-                assert retried.json()["task"]["attempts"]["used"] == used  # the budget is not reset
+                # The budget is not reset: the answer shows the attempts used so far, or one more when
+                # a worker claimed the task before the console read it back.
+                assert retried.json()["task"]["attempts"]["used"] in (used, used + 1)
                 wait_task(owner, task["id"], {"running", "failed"})
         spent = ops.post(f"/api/ops/tasks/{task['id']}/retry")
         assert spent.status_code == 409 and error_code(spent) == "NOT_RETRYABLE"
@@ -148,15 +149,6 @@ def test_console_retry_keeps_the_budget_and_cancel_keeps_the_state_rules(site: S
 
 
 # --- the pages in Chromium -------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    require_chromium()
-    with sync_playwright() as playwright:
-        chromium = launch(playwright, RUN.proxy.spki if RUN.proxy is not None else None)
-        yield chromium
-        chromium.close()
 
 
 @pytest.fixture
@@ -183,14 +175,7 @@ def test_the_console_pages_at_320_and_390_pixels(ops_tab: SitePage) -> None:
                 "ops-task": (f"/ops/tasks/{waiting['id']}", "[data-ops-action=cancel]:not([disabled])"),
             }
             for width in WIDTHS:
-                page.set_viewport_size({"width": width, "height": 800})
-                for name, (path, loaded) in pages.items():
-                    ops_tab.goto(path)
-                    expect(page.locator(loaded)).to_be_visible()
-                    scroll, inner = ops_tab.overflow()
-                    assert scroll <= inner, f"{path} at {width} px: scrollWidth {scroll} > innerWidth {inner}"
-                    if width == 390:
-                        ops_tab.screenshot(name)
+                ops_tab.check_layouts(pages, width)
 
             # Cancel, confirmed in the browser's dialog: the page reloads with the new state and the log row.
             ops_tab.goto(f"/ops/tasks/{waiting['id']}")

@@ -10,14 +10,13 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from playwright.sync_api import Browser, Page, Route, expect, sync_playwright
+from playwright.sync_api import Browser, Page, Route, expect
 
 from harness.state import SiteRecord
 
 from . import db, faults
-from .browser import WIDTHS, SitePage, launch, require_chromium, site_page
+from .browser import WIDTHS, SitePage, site_page
 from .client import PASSWORD, SiteClient, grant_credits, policy
-from .conftest import RUN
 from .operator import maintain
 from .test_tasks import body as submit_body
 from .waiting import wait_for
@@ -28,17 +27,6 @@ expect.set_options(timeout=20_000)
 PAGE_SIZE = 20  # the API's page of files and tasks
 SOURCE = b"first line  \r\nsecond\t\r\nthird"
 NORMALIZED = b"first line\nsecond\nthird"
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    # Module scope: playwright's sync API holds an event loop on this thread while it runs,
-    # so it lives only as long as this module's tests do.
-    require_chromium()
-    with sync_playwright() as playwright:
-        chromium = launch(playwright, RUN.proxy.spki if RUN.proxy is not None else None)
-        yield chromium
-        chromium.close()
 
 
 @pytest.fixture
@@ -431,14 +419,7 @@ def test_pages_fit_320_and_390_pixels(signed_in: SitePage) -> None:
         "not-found": ("/tasks/00000000-0000-4000-8000-000000000000", "h1"),
     }
     for width in WIDTHS:
-        page.set_viewport_size({"width": width, "height": 800})
-        for name, (path, loaded) in pages.items():
-            signed_in.goto(path)
-            expect(page.locator(loaded)).to_be_visible()
-            scroll, inner = signed_in.overflow()
-            assert scroll <= inner, f"{path} at {width} px: scrollWidth {scroll} > innerWidth {inner}"
-            if width == 390:
-                signed_in.screenshot(name)
+        signed_in.check_layouts(pages, width)
         signed_in.goto("/files")
         page.locator(f"#file-list li[data-file-id='{file['id']}']").get_by_role("button", name="Preview").click()
         expect(page.locator("#preview-truncated")).to_be_visible()
