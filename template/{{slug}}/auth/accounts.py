@@ -68,7 +68,7 @@ async def set_operator(conn: asyncpg.Connection, email: str, operator: bool) -> 
     return await conn.fetchval(Q.set_operator, email, operator) is not None
 
 
-async def is_operator(conn: asyncpg.Connection, account_id: UUID) -> bool:
+async def is_operator(conn: asyncpg.Connection | asyncpg.Pool, account_id: UUID) -> bool:
     return await conn.fetchval(Q.account_is_operator, account_id)
 
 

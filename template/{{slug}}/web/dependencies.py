@@ -35,10 +35,16 @@ def client_address(request: ASGIConnection) -> str | None:
     return request.client.host if request.client else None
 
 
-async def session_account(conn: asyncpg.Connection, request: ASGIConnection, settings: Settings) -> Account | None:
+async def session_account(connection: ASGIConnection) -> Account | None:
     """The live session's account, from the cookie named for this site only: a browser holding
-    cookies of several sites on one host always resolves to this site's own session."""
-    return await account_for_token(conn, settings, request.cookies.get(settings.session_cookie, ""))
+    cookies of several sites on one host always resolves to this site's own session. Without that
+    cookie, None and no database call."""
+    runtime = runtime_of(connection)
+    token = connection.cookies.get(runtime.settings.session_cookie)
+    if token is None:
+        return None
+    async with runtime.pool.acquire() as conn:
+        return await account_for_token(conn, runtime.settings, token)
 
 
 def provide_account(request: Request) -> Account:

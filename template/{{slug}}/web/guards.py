@@ -18,11 +18,7 @@ from .dependencies import runtime_of, session_account
 
 async def signed_in(connection: ASGIConnection, _: BaseRouteHandler) -> None:
     """A live session of this site, or 401. Its account is what the ``account`` dependency gives."""
-    runtime = runtime_of(connection)
-    if runtime.settings.session_cookie not in connection.cookies:
-        raise Unauthenticated()
-    async with runtime.pool.acquire() as conn:
-        account = await session_account(conn, connection, runtime.settings)
+    account = await session_account(connection)
     if account is None:
         raise Unauthenticated()
     connection.state.account = account
@@ -42,13 +38,9 @@ async def operator_only(connection: ASGIConnection, _: BaseRouteHandler) -> None
     """A live session of an account that is an operator right now (checked in SQL on every request,
     so a revoke takes effect at once); anyone else — signed out, signed in, another site's operator —
     gets the same 404 as a path that does not exist. Its account is what ``account`` gives."""
-    runtime = runtime_of(connection)
-    if runtime.settings.session_cookie not in connection.cookies:
+    account = await session_account(connection)
+    if account is None or not await accounts.is_operator(runtime_of(connection).pool, account.id):
         raise NotFound()
-    async with runtime.pool.acquire() as conn:
-        account = await session_account(conn, connection, runtime.settings)
-        if account is None or not await accounts.is_operator(conn, account.id):
-            raise NotFound()
     connection.state.account = account
 
 

@@ -55,13 +55,11 @@ def redirect_to_login(request: Request, _: SignInRequired) -> Response:
     return Redirect(f"/login?next={quote(request.url.path)}", status_code=HTTP_303_SEE_OTHER)
 
 
-async def provide_viewer(request: Request, pool: DbPool, settings: SiteSettings) -> Account:
+async def provide_viewer(request: Request) -> Account:
     """The signed-in account of a page view. Unlike the API's account it spends no rate-limit count:
     the page itself reads nothing; its scripts' API calls are counted as usual."""
-    if settings.session_cookie in request.cookies:
-        async with pool.acquire() as conn:
-            if account := await session_account(conn, request, settings):
-                return account
+    if account := await session_account(request):
+        return account
     raise SignInRequired()
 
 
