@@ -59,6 +59,7 @@ class ObjectStore:
         self.prefix = prefix
 
     def key_for(self, owner_id: UUID, file_id: UUID) -> str:
+        # task_claim (migration 0014) builds a result's key the same way, from this prefix.
         return f"{self.prefix}/{owner_id}/{file_id}"
 
     async def put(self, key: str, body: bytes | IO[bytes], size: int, content_type: str) -> None:

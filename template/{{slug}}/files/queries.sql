@@ -2,23 +2,16 @@
 -- Ownership is part of every WHERE that serves a request: another account's id
 -- matches no row, which the caller answers as 404.
 
--- name: reserve_quota
--- Adds $2 bytes to the account's usage if it stays within the quota $3.
-INSERT INTO storage_usage AS u (account_id, used_bytes)
-VALUES ($1, $2)
-ON CONFLICT (account_id) DO UPDATE SET used_bytes = u.used_bytes + EXCLUDED.used_bytes
-WHERE u.used_bytes + EXCLUDED.used_bytes <= $3
-RETURNING used_bytes;
+-- name: reserve
+-- The uploading row and its quota, or false over the quota (migration 0014, file_reserve: the
+-- tasks' claim reserves its result with the same function).
+SELECT file_reserve($1, $2, $3, $4, $5, $6, $7, $8, $9);
 
 -- name: release_quota
 UPDATE storage_usage SET used_bytes = used_bytes - $2 WHERE account_id = $1;
 
 -- name: used_bytes
 SELECT coalesce((SELECT used_bytes FROM storage_usage WHERE account_id = $1), 0);
-
--- name: insert_uploading
-INSERT INTO file (id, owner_id, name, content_type, size, object_key, expires_at, kind)
-VALUES ($1, $2, $3, $4, $5, $6, now() + make_interval(hours => $7), $8);
 
 -- name: mark_ready
 UPDATE file
@@ -124,12 +117,6 @@ SELECT id, name, size, sha256, content_type, status, expires_at > now() AS unexp
 FROM file
 WHERE id = $1 AND owner_id = $2
 FOR UPDATE;
-
--- name: publish_result
-UPDATE file
-SET status = 'ready', sha256 = $3, ready_at = now(), updated_at = now()
-WHERE id = $1 AND owner_id = $2 AND status = 'uploading' AND kind = 'result'
-RETURNING id;
 
 -- name: claim_unpublished_results
 -- Results reserved by attempts that are no longer the running one: never published. Claimed

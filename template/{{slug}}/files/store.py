@@ -47,20 +47,16 @@ def to_public(row: asyncpg.Record) -> FileOut:
 
 
 async def reserve(conn: asyncpg.Connection, *, file_id: UUID, owner_id: UUID, name: str, content_type: str,
-                  size: int, object_key: str, quota_bytes: int, ttl_hours: int, kind: str = "upload",
-                  account_locked: bool = False) -> None:
+                  size: int, object_key: str, quota_bytes: int, ttl_hours: int, kind: str = "upload") -> None:
     """Insert the ``uploading`` row and take its quota, in the caller's transaction.
 
     The account row is locked first, so concurrent uploads (and task submits)
-    of one account queue up here and none can overshoot the quota. A caller
-    that already holds that lock in this transaction says so with
-    ``account_locked`` and saves the round trip.
+    of one account queue up here and none can overshoot the quota.
     """
-    if not account_locked:
-        await accounts.lock(conn, owner_id)
-    if await conn.fetchval(Q.reserve_quota, owner_id, size, quota_bytes) is None:
+    await accounts.lock(conn, owner_id)
+    if not await conn.fetchval(Q.reserve, file_id, owner_id, name, content_type, size, object_key, quota_bytes,
+                               ttl_hours, kind):
         raise QuotaExceeded()
-    await conn.execute(Q.insert_uploading, file_id, owner_id, name, content_type, size, object_key, ttl_hours, kind)
 
 
 async def mark_ready(conn: asyncpg.Connection, file_id: UUID, sha256: bytes) -> FileOut:
@@ -120,8 +116,3 @@ async def lock_task_input(conn: asyncpg.Connection, owner_id: UUID, file_id: UUI
     """Lock the owner's file row that a task would take as input (the lock a delete takes too:
     whoever locks first decides); None when it is not the owner's."""
     return await conn.fetchrow(Q.lock_task_input, file_id, owner_id)
-
-
-async def publish_result(conn: asyncpg.Connection, file_id: UUID, owner_id: UUID, sha256: bytes) -> bool:
-    """A task's reserved result becomes a ready file; False if it is no longer that."""
-    return await conn.fetchval(Q.publish_result, file_id, owner_id, sha256) is not None

@@ -21,7 +21,6 @@ from ..settings import FilesPolicy
 from . import lifecycle, results
 from .errors import ExecutionFailure, LeaseLost
 from .processors import lookup
-from .sql import Q
 from .states import ErrorCode, TaskStatus
 
 log = logging.getLogger(__name__)
@@ -29,19 +28,19 @@ log = logging.getLogger(__name__)
 Outcome = Literal["stale", "succeeded", "failed", "retry_wait", "canceled", "lease_lost"]
 
 
-async def read_input(pool: asyncpg.Pool, objects: ObjectStore, held: lifecycle.Claim) -> bytes:
+async def read_input(objects: ObjectStore, held: lifecycle.Claim) -> bytes:
     """The pinned input, verified against the snapshot taken at submit — metadata and actual bytes.
 
     An input that expired after the task was accepted is still read: the pin
     keeps it for the task, without giving the owner any download right.
     """
-    row = await pool.fetchrow(Q.pinned_input, held.task_id)
-    if row is None or row["status"] != "ready" or row["owner_id"] != held.owner_id:
+    pinned = held.input
+    if pinned is None or pinned.status != "ready" or pinned.owner_id != held.owner_id:
         raise ExecutionFailure(ErrorCode.INPUT_MISSING)
-    if row["size"] != held.input_size or bytes(row["sha256"]) != held.input_sha256:
+    if pinned.size != held.input_size or pinned.sha256 != held.input_sha256:
         raise ExecutionFailure(ErrorCode.INPUT_INVALID)
     try:
-        data = await objects.read(row["object_key"])
+        data = await objects.read(pinned.object_key)
     except ObjectMissing:
         raise ExecutionFailure(ErrorCode.INPUT_MISSING) from None
     except StorageUnavailable:
@@ -54,14 +53,15 @@ async def read_input(pool: asyncpg.Pool, objects: ObjectStore, held: lifecycle.C
 async def execute(pool: asyncpg.Pool, objects: ObjectStore, policy: FilesPolicy, task_id: UUID,
                   dispatch_version: int) -> Outcome:
     """Run one delivery of a task: ``policy`` bounds the result (size, quota, expiry)."""
-    held = await lifecycle.claim(pool, task_id, dispatch_version)
+    held = await lifecycle.claim(pool, objects, policy, task_id, dispatch_version)
     if held is None:
         return "stale"
-    reserved: results.Reserved | None = None
+    written = False  # whether an object may exist under the reserved key
     try:
         processor = lookup(held.processor, held.processor_version)
-        output = processor(await read_input(pool, objects, held), held.params)
-        reserved = await results.reserve(pool, objects, policy, held, len(output))
+        output = processor(await read_input(objects, held), held.params)
+        reserved = results.check_room(policy, held, output)
+        written = True
         await results.write(objects, reserved, output)
         status = await results.publish(pool, held, reserved, output)
     except ExecutionFailure as failure:
@@ -71,8 +71,8 @@ async def execute(pool: asyncpg.Pool, objects: ObjectStore, policy: FilesPolicy,
             status = None
     except LeaseLost:
         status = None
-    if status is not TaskStatus.SUCCEEDED and reserved is not None:
-        await results.discard(pool, objects, reserved)
+    if status is not TaskStatus.SUCCEEDED and held.result is not None:
+        await results.discard(pool, objects, held.result, written)
     if status is None:
         log.info("task %s: lease %d lost; its outcome was discarded", task_id, held.lease_version)
         return "lease_lost"

@@ -1,15 +1,25 @@
 """Delivery: the outbox between a committed task and the broker.
 
-A sender takes a 30 s delivery lease (a fresh token), sends ``{taskId,
-dispatchVersion}`` with the round's version, then marks the task ``queued`` —
-only if it still holds its token. The version names the round, not the
-message: whatever starts a round (submit, manual retry, lease recovery,
+A sender holds a 30 s delivery lease (a fresh token) and sends ``{taskId,
+dispatchVersion}`` with the round's version. The version names the round, not
+the message: whatever starts a round (submit, manual retry, lease recovery,
 leaving ``retry_wait``) bumps it in its own statement, and a re-send of the
 same round keeps it, so duplicates of one round race to one claim. Claim and
 cancel clear the token, so a sender that is late (its send took long, its
-process stalled) can never turn a running or finished task back into
-``queued``. A failed send leaves the task ``pending``; maintenance re-sends
-once the lease is over. Sends never spend attempts.
+process stalled) can never turn a running or finished task back. Sends never
+spend attempts.
+
+Two ways to send:
+
+- A submit takes the lease and the ``queued`` mark in its own transaction
+  (``store.submit``): after the commit it only sends, and writes nothing more
+  unless the send fails — then the task goes back to ``pending`` under the
+  lease, and maintenance re-sends once the lease is over. A web process that
+  dies between the commit and the send leaves a ``queued`` task that no message
+  names; maintenance re-sends it once it has been unclaimed for 2 minutes.
+- Every other sender (retry, lease recovery, maintenance) takes the lease,
+  sends, then marks the task ``queued`` — only if it still holds its token. A
+  failed send leaves the task ``pending``; maintenance re-sends after the lease.
 
 A send follows a commit (submit, retry, lease recovery): database trouble while
 taking the lease or marking the send is logged and left to maintenance like a
@@ -27,7 +37,7 @@ import asyncpg
 from ..db.pool import UNAVAILABLE_ERRORS
 from .messages import TaskQueue
 from .sql import Q
-from .states import DELIVERY_LEASE_SECONDS, UNCLAIMED_RESEND_SECONDS
+from .states import DELIVERY_LEASE_SECONDS, FIRST_ROUND, UNCLAIMED_RESEND_SECONDS
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +54,21 @@ async def _send_and_mark(pool: asyncpg.Pool, queue: TaskQueue, task_id: UUID, di
     except UNAVAILABLE_ERRORS as error:
         # Sent but not marked: still pending under our lease; after it, maintenance re-sends the same round.
         log.warning("task %s: sent, queued mark failed (%s)", task_id, type(error).__name__)
+    return True
+
+
+async def send_submitted(pool: asyncpg.Pool, queue: TaskQueue, task_id: UUID, token: UUID) -> bool:
+    """Send a new task's first round; its submit already marked it queued under ``token``. True if sent."""
+    try:
+        await queue.send(task_id, FIRST_ROUND)
+    except Exception as error:
+        log.warning("task %s: send failed (%s); maintenance re-sends it", task_id, type(error).__name__)
+        try:
+            await pool.execute(Q.unsent, task_id, token)
+        except UNAVAILABLE_ERRORS as trouble:
+            # Left queued: maintenance re-sends it once it has been unclaimed for 2 minutes.
+            log.warning("task %s: unsent mark failed (%s)", task_id, type(trouble).__name__)
+        return False
     return True
 
 

@@ -8,6 +8,7 @@ is no longer valid simply matches no row.
 from __future__ import annotations
 
 import logging
+import uuid
 from typing import Any
 from uuid import UUID
 
@@ -16,6 +17,8 @@ import msgspec
 
 from ..auth import accounts
 from ..db.pool import transaction
+from ..files.objects import ObjectStore
+from ..settings import FilesPolicy
 from . import billing, delivery
 from .errors import LeaseLost
 from .messages import TaskQueue
@@ -25,9 +28,34 @@ from .states import AUTO_RETRY, EXECUTION_LEASE_SECONDS, MANUAL_RETRY, ErrorCode
 
 log = logging.getLogger(__name__)
 
+# Results are plain text, like their inputs.
+RESULT_TYPE = "text/plain"
+
+
+class PinnedInput(msgspec.Struct, frozen=True):
+    """The input file's row as the claim found it (the snapshot on the task is what it must match)."""
+
+    status: str
+    owner_id: UUID
+    size: int
+    sha256: bytes | None
+    object_key: str
+
+
+class Reserved(msgspec.Struct, frozen=True):
+    """The attempt's ``uploading`` result file, with room for ``size`` bytes taken from the quota."""
+
+    file_id: UUID
+    object_key: str
+    size: int
+
 
 class Claim(msgspec.Struct, frozen=True):
-    """What an executor holds after a successful claim."""
+    """What an executor holds after a successful claim.
+
+    ``input`` is None when the task's pin is gone; ``result`` is None when the owner's quota had
+    no room for the result.
+    """
 
     task_id: UUID
     owner_id: UUID
@@ -41,14 +69,37 @@ class Claim(msgspec.Struct, frozen=True):
     input_sha256: bytes
     attempt_count: int
     max_attempts: int
+    input: PinnedInput | None
+    result: Reserved | None
 
 
-async def claim(pool: asyncpg.Pool, task_id: UUID, dispatch_version: int) -> Claim | None:
-    """Claim the task for the message's dispatch version; None for a duplicate or stale message."""
-    # One statement is one transaction: the claim and its attempt row commit together
-    # without a BEGIN and COMMIT of their own.
-    row = await pool.fetchrow(Q.claim_task, task_id, dispatch_version, EXECUTION_LEASE_SECONDS)
-    return None if row is None else Claim(**row)
+async def claim(pool: asyncpg.Pool, objects: ObjectStore, policy: FilesPolicy, task_id: UUID,
+                dispatch_version: int) -> Claim | None:
+    """Claim the task for the message's dispatch version and reserve its result (the input's
+    size, under the files' quota and expiry); None for a duplicate or stale message.
+
+    One call, one commit: claim, reservation and attempt row (migration 0014, task_claim).
+    """
+    result_id = uuid.uuid4()
+    row = await pool.fetchrow(Q.claim_task, task_id, dispatch_version, EXECUTION_LEASE_SECONDS, result_id,
+                              objects.prefix, RESULT_TYPE, policy.quota_bytes, policy.ttl_hours)
+    if row is None:
+        return None
+    pinned = None
+    if row["input_status"] is not None:
+        pinned = PinnedInput(status=row["input_status"], owner_id=row["input_owner_id"], size=row["input_size_now"],
+                             sha256=row["input_sha256_now"], object_key=row["input_object_key"])
+    reserved = None
+    if row["result_file_id"] is not None:
+        reserved = Reserved(file_id=row["result_file_id"], object_key=row["result_object_key"],
+                            size=row["result_bytes"])
+    return Claim(
+        task_id=row["task_id"], owner_id=row["owner_id"], lease_version=row["lease_version"],
+        processor=row["processor"], processor_version=row["processor_version"], params=row["params"],
+        input_file_id=row["input_file_id"], input_name=row["input_name"], input_size=row["input_size"],
+        input_sha256=row["input_sha256"], attempt_count=row["attempt_count"], max_attempts=row["max_attempts"],
+        input=pinned, result=reserved,
+    )
 
 
 async def lock_lease(conn: asyncpg.Connection, held: Claim) -> asyncpg.Record:

@@ -7,6 +7,9 @@
 -- dispatch_version names a delivery round (docs/tasks.md, delivery.py). Exactly the statements that
 -- start a round bump it: insert_task, retry_failed, settle_pending and
 -- lease_due_deliveries leaving retry_wait. Sends and re-sends never do.
+--
+-- A task's hot path is three write commits (migration 0014): the submit's transaction
+-- (insert_task, with its delivery lease), claim_task and publish_result.
 
 -- ---------------------------------------------------------------- submit (store.py)
 
@@ -16,13 +19,28 @@ SELECT id, request_fingerprint FROM task WHERE owner_id = $1 AND request_key = $
 -- name: count_active
 SELECT count(*) FROM task WHERE owner_id = $1 AND task_is_active(status);
 
+-- name: request_and_active
+-- The submit's two reads in one: the task of this request key (if any) and the owner's active count.
+SELECT k.id, k.request_fingerprint,
+       (SELECT count(*) FROM task a WHERE a.owner_id = $1 AND task_is_active(a.status)) AS active
+FROM (SELECT 1) AS one
+LEFT JOIN task k ON k.owner_id = $1 AND k.request_key = $2;
+
 -- name: insert_task
--- The first delivery round: dispatch version 1.
-INSERT INTO task (id, owner_id, request_key, request_fingerprint, processor, processor_version,
-                  input_file_id, input_name, input_size, input_sha256, params, max_attempts,
-                  price, charge_status, charge_round, dispatch_version)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13,
-        CASE WHEN $13 > 0 THEN 'held' ELSE 'free' END, CASE WHEN $13 > 0 THEN 1 ELSE 0 END, 1);
+-- The first delivery round (dispatch version 1), already marked queued under the submit's own
+-- delivery lease (token $14 for $15 seconds), and the input's pin: the sender sends after the
+-- commit and writes nothing more unless the send fails (delivery.send_submitted).
+WITH created AS (
+    INSERT INTO task (id, owner_id, request_key, request_fingerprint, processor, processor_version,
+                      input_file_id, input_name, input_size, input_sha256, params, max_attempts,
+                      price, charge_status, charge_round, dispatch_version,
+                      status, queued_at, delivery_token, delivery_lease_expires_at)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13,
+            CASE WHEN $13 > 0 THEN 'held' ELSE 'free' END, CASE WHEN $13 > 0 THEN 1 ELSE 0 END, 1,
+            'queued', now(), $14, now() + make_interval(secs => $15))
+    RETURNING id, input_file_id
+)
+INSERT INTO task_input_pin (task_id, file_id) SELECT id, input_file_id FROM created;
 
 -- name: insert_pin
 INSERT INTO task_input_pin (task_id, file_id) VALUES ($1, $2);
@@ -90,6 +108,12 @@ SET status = 'queued', queued_at = now(), delivery_token = NULL, delivery_lease_
 WHERE id = $1 AND delivery_token = $2 AND status IN ('pending', 'queued')
 RETURNING id;
 
+-- name: unsent
+-- The submit's send failed: back to pending, only while the submit's token is still there (a
+-- claim or cancel cleared it). The lease stays, so maintenance re-sends once it is over.
+UPDATE task SET status = 'pending', queued_at = NULL, updated_at = now()
+WHERE id = $1 AND delivery_token = $2 AND status = 'queued';
+
 -- name: lease_due_deliveries
 -- Maintenance: pending tasks nobody is sending (after a grace for the submit's own
 -- send), queued tasks unclaimed for $3 seconds, and due retry_wait tasks — each
@@ -121,30 +145,19 @@ RETURNING id, dispatch_version, delivery_token;
 -- ---------------------------------------------------------------- claim and settle (lifecycle.py)
 
 -- name: claim_task
--- One statement: the message's dispatch version moves a waiting task to running,
--- spends one attempt, takes the execution lease, clears the delivery token and
--- records the attempt. A duplicate or stale message matches nothing.
-WITH claimed AS (
-    UPDATE task
-    SET status = 'running', attempt_count = attempt_count + 1, lease_version = lease_version + 1,
-        lease_expires_at = now() + make_interval(secs => $3),
-        delivery_token = NULL, delivery_lease_expires_at = NULL, queued_at = NULL, updated_at = now()
-    WHERE id = $1 AND dispatch_version = $2 AND status IN ('pending', 'queued')
-      AND attempt_count < max_attempts
-    RETURNING id AS task_id, owner_id, lease_version, processor, processor_version, params, input_file_id,
-              input_name, input_size, input_sha256, attempt_count, max_attempts
-), attempt AS (
-    INSERT INTO task_attempt (task_id, lease_version)
-    SELECT task_id, lease_version FROM claimed
-)
-SELECT * FROM claimed;
+-- One call (migration 0014, task_claim): the message's dispatch version moves a waiting task to
+-- running, spends one attempt, takes the execution lease, clears the delivery token, reserves
+-- the attempt's result file and records the attempt; with the pinned input's row. No row for a
+-- duplicate or stale message.
+SELECT * FROM task_claim($1, $2, $3, $4, $5, $6, $7, $8);
+
+-- name: publish_result
+-- One call (migration 0014, task_publish): 'succeeded', 'lease_lost' or 'cancel_requested'.
+SELECT task_publish($1, $2, $3, $4, $5, $6);
 
 -- name: lock_leased
--- The executor's own task, only while its lease is current and live, with the
--- result file its attempt reserved (publish re-checks it without another round trip).
-SELECT id, owner_id, attempt_count, max_attempts, cancel_requested_at,
-       (SELECT a.result_file_id FROM task_attempt a
-        WHERE a.task_id = task.id AND a.lease_version = task.lease_version) AS attempt_result_id
+-- The executor's own task, only while its lease is current and live.
+SELECT id, owner_id, attempt_count, max_attempts, cancel_requested_at
 FROM task
 WHERE id = $1 AND status = 'running' AND lease_version = $2 AND lease_expires_at > now()
 FOR UPDATE;
@@ -163,11 +176,6 @@ WHERE id = $1 AND status = 'running' AND lease_version = $2;
 -- name: settle_canceled
 UPDATE task
 SET status = 'canceled', finished_at = now(), lease_expires_at = NULL, updated_at = now()
-WHERE id = $1 AND status = 'running' AND lease_version = $2;
-
--- name: settle_succeeded
-UPDATE task
-SET status = 'succeeded', result_file_id = $3, finished_at = now(), lease_expires_at = NULL, updated_at = now()
 WHERE id = $1 AND status = 'running' AND lease_version = $2;
 
 -- name: settle_pending
@@ -196,20 +204,6 @@ SELECT id, processor, processor_version, attempt_count, max_attempts, lease_vers
 FROM task
 WHERE id = $1 AND status = 'running' AND lease_expires_at <= now()
 FOR UPDATE SKIP LOCKED;
-
--- ---------------------------------------------------------------- execution (consumer.py, results.py)
-
--- name: pinned_input
-SELECT f.id, f.owner_id, f.status, f.size, f.sha256, f.object_key
-FROM task_input_pin p
-JOIN file f ON f.id = p.file_id
-WHERE p.task_id = $1;
-
--- name: attach_result
--- The attempt reserves its one result file; a second reservation is refused.
-UPDATE task_attempt SET result_file_id = $3
-WHERE task_id = $1 AND lease_version = $2 AND ended_at IS NULL AND result_file_id IS NULL
-RETURNING id;
 
 -- ---------------------------------------------------------------- dead letters (dead_letters.py)
 

@@ -71,6 +71,8 @@ MANUAL_RETRY = frozenset({
 EXECUTION_LEASE_SECONDS = 120
 DELIVERY_LEASE_SECONDS = 30
 UNCLAIMED_RESEND_SECONDS = 120
+# A new task's first delivery round (insert_task).
+FIRST_ROUND = 1
 
 
 def retry_delay_seconds(attempts_used: int) -> int:

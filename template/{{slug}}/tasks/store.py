@@ -25,7 +25,7 @@ from . import billing
 from .errors import ActiveLimit, NotRetryable, RequestConflict, TaskNotFound, TaskRejected
 from .processors import current_version, known
 from .sql import Q
-from .states import ACTIVE, MANUAL_RETRY, TaskStatus
+from .states import ACTIVE, DELIVERY_LEASE_SECONDS, MANUAL_RETRY, TaskStatus
 
 TEXT_INPUT_TYPE = "text/plain"
 
@@ -162,35 +162,46 @@ async def check_active_limit(conn: asyncpg.Connection, owner_id: UUID, max_activ
         raise ActiveLimit()
 
 
-async def submit(conn: asyncpg.Connection, policy: TasksPolicy, charges: ChargesPolicy, owner_id: UUID,
-                 body: SubmitBody) -> tuple[UUID, bool]:
-    """Create the task (pending) and its pin in the caller's transaction.
+class Submitted(msgspec.Struct, frozen=True):
+    """What a submit did: ``token`` is the new task's delivery lease (its sender sends the first
+    round after the commit); None for a known request, which is never sent again."""
 
-    Returns (task id, created). The account row is locked first: submits of one
-    account run one at a time, so neither the request key, the active limit nor
-    the file lock can be raced.
+    task_id: UUID
+    token: UUID | None
+
+    @property
+    def created(self) -> bool:
+        return self.token is not None
+
+
+async def submit(conn: asyncpg.Connection, policy: TasksPolicy, charges: ChargesPolicy, owner_id: UUID,
+                 body: SubmitBody) -> Submitted:
+    """Create the task (queued, under a delivery lease) and its pin in the caller's transaction.
+
+    The account row is locked first: submits of one account run one at a time, so
+    neither the request key, the active limit nor the file lock can be raced.
     """
     version = current_version(body.processor)
     digest = fingerprint(body.processor, version, body.file_id, body.params)
     await accounts.lock(conn, owner_id)
-    existing = await conn.fetchrow(Q.task_by_request_key, owner_id, body.request_key)
-    if existing is not None:
-        if bytes(existing["request_fingerprint"]) != digest:
+    seen = await conn.fetchrow(Q.request_and_active, owner_id, body.request_key)
+    if seen["id"] is not None:
+        if bytes(seen["request_fingerprint"]) != digest:
             raise RequestConflict()
-        return existing["id"], False  # the same request again: never run twice
-    await check_active_limit(conn, owner_id, policy.max_active)
+        return Submitted(task_id=seen["id"], token=None)  # the same request again: never run twice
+    if seen["active"] >= policy.max_active:
+        raise ActiveLimit()
     file = await lock_input(conn, owner_id, body.file_id)
-    task_id = uuid.uuid4()
+    task_id, token = uuid.uuid4(), uuid.uuid4()
     price = ledger.quote(charges, body.processor, version)
     await conn.execute(
         Q.insert_task, task_id, owner_id, body.request_key, digest, body.processor, version,
         file["id"], file["name"], file["size"], file["sha256"], msgspec.to_builtins(body.params),
-        policy.max_attempts, price,
+        policy.max_attempts, price, token, DELIVERY_LEASE_SECONDS,
     )
-    await conn.execute(Q.insert_pin, task_id, file["id"])
     if price:
         await ledger.place_hold(conn, owner_id, task_id, price, charge_round=1)
-    return task_id, True
+    return Submitted(task_id=task_id, token=token)
 
 
 # --- reads -----------------------------------------------------------------------

@@ -24,9 +24,16 @@ async def signed_in(connection: ASGIConnection, _: BaseRouteHandler) -> None:
     connection.state.account = account
 
 
-async def rate_limited(connection: ASGIConnection, _: BaseRouteHandler) -> None:
+# A handler whose ``opt`` sets this counts its requests itself, inside its own transaction
+# (the task submit: one commit for the count and the task).
+COUNTS_ITS_OWN_REQUESTS = "counts_its_own_requests"
+
+
+async def rate_limited(connection: ASGIConnection, handler: BaseRouteHandler) -> None:
     """Count the request against the signed-in account's per-minute quota (reads (GET/HEAD) and
     writes apart); 429 once it is spent. Listed after ``signed_in``."""
+    if handler.opt.get(COUNTS_ITS_OWN_REQUESTS):
+        return
     runtime = runtime_of(connection)
     policy = runtime.settings.policy.tasks
     reading = connection.scope["method"] in ("GET", "HEAD")
