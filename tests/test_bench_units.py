@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from harness import cli
-from harness.bench import bare_worker, ceiling, measure, results, tables
-from harness.bench.accounts import input_text, normalized
+from harness.bench import bare_worker, ceiling, measure, naive_site, reference, results, tables
+from harness.bench.accounts import input_text, normalized, submit_body
 from harness.bench.api import accounts_needed
 from harness.bench.listing import cursor_for
 from harness.bench.measure import BenchError, Latency
@@ -24,6 +25,7 @@ from harness.bench.results import (
     EndToEnd,
     Listing,
     Machine,
+    Naive,
     Normalize,
     Pgbench,
 )
@@ -106,6 +108,9 @@ def _report() -> BenchReport:
         baseline=[Baseline(workers=1, tasks=100, seconds=2.5, tasks_per_s=40.0, latency=_latency(90.0),
                            cpu_ms_per_task={"bare worker": 10.0, "postgres": 1.0}),
                   Baseline(workers=2, tasks=100, seconds=2.0, tasks_per_s=50.0, latency=_latency(80.0))],
+        naive=[Naive(workers=1, tasks=100, seconds=3.0, tasks_per_s=32.0, latency=_latency(110.0),
+                     cpu_ms_per_task={"web": 3.0, "worker": 11.0, "postgres": 2.0}),
+               Naive(workers=2, tasks=100, seconds=2.5, tasks_per_s=40.0, latency=_latency(100.0))],
         pgbench=[Pgbench(clients=1, seconds=8, tps=1000.0), Pgbench(clients=4, seconds=8, tps=1400.0)],
         normalize=Normalize(size=1 << 20, normalize_mib_s=200.0, normalize_trim_mib_s=90.0, copy_mib_s=20000.0),
         listing=[Listing(site="alpha", tasks=100_000, first_page=_latency(8.0), deep_page=_latency(9.0),
@@ -115,6 +120,33 @@ def _report() -> BenchReport:
 
 def test_sites_are_compared_with_the_bare_actor_at_the_same_worker_count() -> None:
     assert tables.vs_baseline(_report()) == {("alpha", 1): 0.5, ("alpha", 2): 0.5}
+
+
+def test_sites_are_compared_with_the_naive_site_at_the_same_worker_count() -> None:
+    assert tables.vs_naive(_report()) == {("alpha", 1): 0.625, ("alpha", 2): 0.625}
+    assert tables.vs_naive(BenchReport(config=BenchConfig(), end_to_end=_report().end_to_end)) == {
+        ("alpha", 1): None, ("alpha", 2): None}
+
+
+def test_the_reference_table_shows_both_ratios_per_worker_count() -> None:
+    ((_, rendered),) = [s for s in tables.sections(_report()) if s[0].startswith("Against the references")]
+    header, one, two = rendered.splitlines()
+    assert "ours/naive" in header and "ours/bare" in header
+    assert one.split() == ["alpha", "1", "20.0", "32.0", "40.0", "0.62", "0.50"]
+    assert two.split() == ["alpha", "2", "25.0", "40.0", "50.0", "0.62", "0.50"]
+    no_naive = _report()
+    no_naive.naive = []
+    assert not [s for s in tables.sections(no_naive) if s[0].startswith("Against the references")]
+
+
+def test_the_naive_site_has_its_rows_in_the_end_to_end_and_cpu_tables() -> None:
+    sections = dict(tables.sections(_report()))
+    end_to_end = next(v for k, v in sections.items() if k.startswith("End to end"))
+    naive_1w = next(line for line in end_to_end.splitlines() if line.startswith("naive site") and " 1 " in line)
+    assert naive_1w.split()[-1] == "0.80"  # naive over bare, 32 / 40
+    profile = next(v for k, v in sections.items() if k.startswith("CPU per task"))
+    naive_cpu = next(line for line in profile.splitlines() if line.startswith("naive site 1w"))
+    assert naive_cpu.split()[-1] == "16.0"  # web 3 + worker 11 + postgres 2
 
 
 def test_the_ceiling_uses_the_best_commit_rate_and_the_sites_best_rate() -> None:
@@ -179,6 +211,32 @@ def test_the_bare_actor_normalises_by_the_sites_rules() -> None:
     assert bare_worker.normalize(b"a \r\nb\rc\t", trim=False) == b"a \nb\nc\t"
     with pytest.raises(UnicodeDecodeError):
         bare_worker.normalize(b"\xff", trim=True)
+
+
+def test_the_naive_site_takes_the_sites_submit_body() -> None:
+    import uuid
+
+    file_id = uuid.uuid4()
+    body = submit_body(str(file_id), "key-1")
+    submitted = msgspec.json.decode(json.dumps(body), type=naive_site.Submit)
+    assert submitted.file_id == file_id and submitted.request_key == "key-1"
+    assert submitted.processor == "text-normalize" and submitted.params.trim_trailing_whitespace
+    assert naive_site.input_key(file_id) == f"inputs/{file_id}"
+
+
+def test_the_naive_site_is_one_endpoint() -> None:
+    config = bare_worker.Config(broker_url="redis://127.0.0.1:1", namespace="n", queue="q",
+                                database_url="postgresql://d", s3_endpoint_url="http://s", s3_access_key_id="k",
+                                s3_secret_access_key="s", s3_region="r", bucket="b")
+    app = naive_site.create_app(config)
+    routes = [(route.path, sorted(route.methods)) for route in app.routes if not route.path.startswith("/schema")]
+    assert routes == [("/api/tasks", ["OPTIONS", "POST"])]  # and Litestar's default OpenAPI pages
+
+
+def test_reference_scratch_names_carry_the_run_id_and_differ_by_kind() -> None:
+    bare, naive = reference.scratch_names("r1", "bare"), reference.scratch_names("r1", "naive")
+    assert bare == ("bench_r1_bare", "bench-r1-bare", "bench_r1_bare")
+    assert not set(bare) & set(naive) and all("r1" in name for name in naive)
 
 
 def test_normalisation_input_is_exact_size_valid_utf8() -> None:

@@ -46,6 +46,16 @@ def task_price(site: SiteRecord) -> int:
     return int(charges["prices"].get("text-normalize@1", 0)) if charges["enabled"] else 0
 
 
+def submit_body(file_id: str, request_key: str | None = None) -> dict:
+    """The JSON a bench submit sends (the naive site takes the same body)."""
+    return {
+        "requestKey": request_key or str(uuid.uuid4()),
+        "processor": "text-normalize",
+        "fileId": file_id,
+        "params": {"trimTrailingWhitespace": True},
+    }
+
+
 @dataclass
 class Account:
     site: SiteRecord
@@ -55,12 +65,7 @@ class Account:
     data: bytes
 
     async def submit(self, request_key: str | None = None) -> httpx.Response:
-        return await self.http.post("/api/tasks", json={
-            "requestKey": request_key or str(uuid.uuid4()),
-            "processor": "text-normalize",
-            "fileId": self.file_id,
-            "params": {"trimTrailingWhitespace": True},
-        })
+        return await self.http.post("/api/tasks", json=submit_body(self.file_id, request_key))
 
     async def close(self) -> None:
         await self.http.aclose()

@@ -16,6 +16,7 @@ import logging
 import os
 import signal
 import threading
+from collections.abc import Callable
 from contextlib import AsyncExitStack
 from typing import Any
 from urllib.parse import urlsplit
@@ -46,6 +47,9 @@ CREATE TABLE IF NOT EXISTS bare_result (
 
 
 class Config(msgspec.Struct, frozen=True):
+    """Where a reference process finds the run's services: the bare worker's, and the naive site's
+    (naive_site.py), passed in the BARE_* environment."""
+
     broker_url: str
     namespace: str
     queue: str
@@ -90,14 +94,21 @@ class _Held:
 held = _Held()
 
 
-async def bare_normalize(job_id: str, source_key: str, result_key: str, trim: bool) -> None:
+async def normalize_object(source_key: str, result_key: str, trim: bool) -> int:
+    """The task's work on storage: read the input object, normalise it, write the result; its size.
+    (The naive site's actor does the same work, then marks its own row.)"""
     response = await held.s3.get_object(Bucket=held.bucket, Key=source_key)
     async with response["Body"] as body:
         data = await body.read()
     output = normalize(data, trim)
     await held.s3.put_object(Bucket=held.bucket, Key=result_key, Body=output, ContentLength=len(output),
                              ContentType="text/plain")
-    await held.pool.execute("INSERT INTO bare_result (job_id, size) VALUES ($1, $2)", UUID(job_id), len(output))
+    return len(output)
+
+
+async def bare_normalize(job_id: str, source_key: str, result_key: str, trim: bool) -> None:
+    size = await normalize_object(source_key, result_key, trim)
+    await held.pool.execute("INSERT INTO bare_result (job_id, size) VALUES ($1, $2)", UUID(job_id), size)
 
 
 def declare(broker: dramatiq.Broker, queue: str) -> dramatiq.Actor:
@@ -132,11 +143,10 @@ class Resources(Middleware):
         get_event_loop_thread().run_coroutine(self.stack.aclose())
 
 
-def main() -> int:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    config = Config.from_environ()
+def serve(config: Config, declare_actor: Callable[[dramatiq.Broker, str], dramatiq.Actor], ready_line: str) -> int:
+    """A worker process: ``declare_actor``'s actor on the config's queue, four threads, until SIGTERM."""
     broker = create_broker(config.broker_url, config.namespace)
-    declare(broker, config.queue)
+    declare_actor(broker, config.queue)
     # After AsyncIO: "before" hooks run in order and "after" hooks in reverse, so its loop runs for both of ours.
     broker.add_middleware(Resources(config), after=AsyncIO)
     stop = threading.Event()
@@ -144,13 +154,18 @@ def main() -> int:
         signal.signal(sig, lambda *_: stop.set())
     worker = dramatiq.Worker(broker, worker_threads=THREADS, worker_timeout=1000)
     worker.start()
-    log.info("%s %s with %d threads", READY_LINE, config.queue, THREADS)
+    log.info("%s %s with %d threads", ready_line, config.queue, THREADS)
     try:
         stop.wait()
     finally:
         worker.stop(timeout=10_000)
         broker.close()
     return 0
+
+
+def main() -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    return serve(Config.from_environ(), declare, READY_LINE)
 
 
 if __name__ == "__main__":

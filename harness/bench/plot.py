@@ -9,7 +9,7 @@ from .tables import ceiling_rows, cell, machine_line
 
 
 def plot(report: BenchReport, path: Path) -> None:
-    """Four panels: throughput against baseline and ceiling, latency, API submit, list pages."""
+    """Four panels: throughput against the references and the ceiling, latency, API submit, list pages."""
     import matplotlib
 
     matplotlib.use("Agg")  # files only, no display
@@ -21,6 +21,9 @@ def plot(report: BenchReport, path: Path) -> None:
     names = [f"{e.site}\n{e.workers}w" for e in report.end_to_end] + [f"bare\n{b.workers}w" for b in report.baseline]
     values = [e.tasks_per_s for e in report.end_to_end] + [b.tasks_per_s for b in report.baseline]
     colours = ["tab:blue"] * len(report.end_to_end) + ["tab:gray"] * len(report.baseline)
+    names += [f"naive\n{n.workers}w" for n in report.naive]
+    values += [n.tasks_per_s for n in report.naive]
+    colours += ["tab:orange"] * len(report.naive)
     for row in ceiling_rows(report):
         if row.ceiling_tasks_per_s:
             names.append(f"ceiling\n{row.site}")
@@ -30,12 +33,13 @@ def plot(report: BenchReport, path: Path) -> None:
     rates.set_yscale("log")
     rates.margins(y=0.15)
     rates.set_ylabel("tasks/s (log)")
-    rates.set_title("End-to-end tasks/s: sites, bare actor, commit ceiling")
+    rates.set_title("End-to-end tasks/s: sites, bare actor, naive site, commit ceiling")
     for x, v in enumerate(values):
         rates.annotate(cell(v), (x, v), ha="center", va="bottom", fontsize=8)
 
     runs = [(f"{e.site} {e.workers}w", e.latency) for e in report.end_to_end]
     runs += [(f"bare {b.workers}w", b.latency) for b in report.baseline]
+    runs += [(f"naive {n.workers}w", n.latency) for n in report.naive]
     width = 0.27
     for offset, (label, pick) in enumerate((("p50", "p50"), ("p95", "p95"), ("p99", "p99"))):
         latencies.bar([i + (offset - 1) * width for i in range(len(runs))],

@@ -104,6 +104,12 @@ class Baseline(msgspec.Struct, frozen=True):
     cpu_ms_per_task: dict[str, float] = msgspec.field(default_factory=dict)
 
 
+class Naive(Baseline, frozen=True):
+    """The same closed loop driving the naive site (naive_site.py): one bare Litestar endpoint that inserts
+    a row and sends a message, one actor that does the work and marks the row; ``latency``: submit request
+    sent -> the row's finished_at. CPU under web/worker is the naive site's own processes."""
+
+
 class Pgbench(msgspec.Struct, frozen=True):
     clients: int
     seconds: int
@@ -136,6 +142,7 @@ class BenchReport(msgspec.Struct):
     commits: list[Commits] = msgspec.field(default_factory=list)
     api: list[ApiSubmit] = msgspec.field(default_factory=list)
     baseline: list[Baseline] = msgspec.field(default_factory=list)
+    naive: list[Naive] = msgspec.field(default_factory=list)
     pgbench: list[Pgbench] = msgspec.field(default_factory=list)
     normalize: Normalize | None = None
     listing: list[Listing] = msgspec.field(default_factory=list)

@@ -3,7 +3,7 @@
 Phases, one after another so each has the machine to itself: per site —
 end to end with 1 then 2 worker processes (commits counted during the
 first), API submit with the workers stopped, list latency at 100 000 tasks;
-then the bare-actor baseline, pgbench, and normalisation throughput.
+then the bare-actor baseline, the naive site, pgbench, and normalisation throughput.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from .endtoend import end_to_end
 from .listing import listing
 from .machine import OtherLoad, describe
 from .measure import BenchError, mib_per_second
+from .naive import naive
 from .plot import plot
 from .results import MAX_ACTIVE, BenchConfig, BenchReport, Normalize, write_json
 
@@ -116,6 +117,10 @@ def run(config: BenchConfig, state_dir: Path) -> BenchReport:
         with other.phase("bare actor"):
             report.baseline = baseline(sites, sites.sites[0], tasks=config.tasks, concurrency=config.concurrency,
                                        workers=config.workers, logs=state_dir / "bench")
+        log.info("baseline: the naive site")
+        with other.phase("naive site"):
+            report.naive = naive(sites, sites.sites[0], tasks=config.tasks, concurrency=config.concurrency,
+                                 workers=config.workers, logs=state_dir / "bench")
         log.info("ceiling: pgbench")
         with other.phase("pgbench"):
             report.pgbench = pgbench(sites.services.postgres.url, sites.run_id,

@@ -9,7 +9,7 @@ import msgspec
 
 from .cpu import GROUPS
 from .measure import ceiling, ratio
-from .results import BenchReport
+from .results import Baseline, BenchReport
 
 
 class CeilingRow(msgspec.Struct, frozen=True):
@@ -26,10 +26,22 @@ def best_commit_rate(report: BenchReport) -> float:
     return max((p.tps for p in report.pgbench), default=0.0)
 
 
+def rates(runs: Sequence[Baseline]) -> dict[int, float]:
+    """A reference's tasks/s by worker processes."""
+    return {run.workers: run.tasks_per_s for run in runs}
+
+
 def vs_baseline(report: BenchReport) -> dict[tuple[str, int], float | None]:
     """Each site's end-to-end rate over the bare actor's, at the same number of worker processes."""
-    bare = {b.workers: b.tasks_per_s for b in report.baseline}
+    bare = rates(report.baseline)
     return {(e.site, e.workers): ratio(e.tasks_per_s, bare.get(e.workers, 0.0)) for e in report.end_to_end}
+
+
+def vs_naive(report: BenchReport) -> dict[tuple[str, int], float | None]:
+    """Each site's end-to-end rate over the naive site's, at the same number of worker processes:
+    what the kit's guarantees cost against what one would write without it."""
+    naive = rates(report.naive)
+    return {(e.site, e.workers): ratio(e.tasks_per_s, naive.get(e.workers, 0.0)) for e in report.end_to_end}
 
 
 def ceiling_rows(report: BenchReport) -> list[CeilingRow]:
@@ -72,6 +84,16 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[object]], markdown: bo
     return "\n".join([line(headers), *(line(r) for r in cells)]) + "\n"
 
 
+def reference_table(report: BenchReport, markdown: bool = False) -> str:
+    """Per site and worker count: its rate, both references' rates at that count, and the two ratios."""
+    naive, bare = rates(report.naive), rates(report.baseline)
+    over_naive, over_bare = vs_naive(report), vs_baseline(report)
+    return table(["site", "workers", "tasks/s", "naive tasks/s", "bare tasks/s", "ours/naive", "ours/bare"],
+                 [[e.site, e.workers, e.tasks_per_s, naive.get(e.workers), bare.get(e.workers),
+                   over_naive[(e.site, e.workers)], over_bare[(e.site, e.workers)]] for e in report.end_to_end],
+                 markdown)
+
+
 def sections(report: BenchReport, markdown: bool = False) -> list[tuple[str, str]]:
     """(title, table) for every phase that has numbers."""
     config = report.config
@@ -82,13 +104,19 @@ def sections(report: BenchReport, markdown: bool = False) -> list[tuple[str, str
          ratios[(e.site, e.workers)]] for e in report.end_to_end]
     rows += [["bare actor", "-", b.workers, b.tasks_per_s, b.latency.p50, b.latency.p95, b.latency.p99, 1.0]
              for b in report.baseline]
+    rows += [["naive site", "-", n.workers, n.tasks_per_s, n.latency.p50, n.latency.p95, n.latency.p99,
+              ratio(n.tasks_per_s, rates(report.baseline).get(n.workers, 0.0))] for n in report.naive]
     if rows:
         out.append((f"End to end, submit -> succeeded ({config.concurrency} in flight, {config.tasks} tasks a batch)",
                     table(["site", "price", "workers", "tasks/s", "p50 ms", "p95 ms", "p99 ms", "vs bare"], rows,
                           markdown)))
-    if report.end_to_end or report.baseline:
+    if report.end_to_end and report.naive:
+        out.append(("Against the references: ours / naive site (the price of the guarantees), ours / bare actor",
+                    reference_table(report, markdown)))
+    if report.end_to_end or report.baseline or report.naive:
         runs = [(f"{e.site} {e.workers}w", e.cpu_ms_per_task) for e in report.end_to_end]
         runs += [(f"bare actor {b.workers}w", b.cpu_ms_per_task) for b in report.baseline]
+        runs += [(f"naive site {n.workers}w", n.cpu_ms_per_task) for n in report.naive]
         columns = [g for g in GROUPS if any(g in used for _, used in runs)]
         if columns:
             out.append(("CPU per task by process, ms (the profile across processes)", table(
