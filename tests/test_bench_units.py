@@ -462,3 +462,18 @@ def test_bench_refuses_negative_phase_sizes(capsys: pytest.CaptureFixture[str],
 def test_bench_phase_sizes_default_to_the_configs() -> None:
     args = cli.build_parser().parse_args(["bench"])
     assert (args.statement_tasks, args.scaling_tasks) == (BenchConfig().statement_tasks, BenchConfig().scaling_tasks)
+
+
+def test_an_external_postgres_is_left_as_it_is() -> None:
+    import asyncio
+
+    from harness.bench import statements
+    from harness.state import ServiceRecord, SiteRecord
+
+    site = SiteRecord(slug="alpha", name="Alpha", base_url="", upstream_url="", origin="", cookie_name="",
+                      database_url="postgresql://db.example/alpha", broker_url="", broker_namespace="",
+                      task_queue="", dead_queue="", s3_endpoint_url="", bucket="", object_prefix="", site_dir="",
+                      venv_python="")
+    external = ServiceRecord(kind="postgres", url="postgresql://db.example/postgres")  # no pid: not ours
+    counted = asyncio.run(statements.round_trips(external, site, [], tasks=20))
+    assert counted.not_counted.startswith("external PostgreSQL") and counted.statements == 0
