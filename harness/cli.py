@@ -99,7 +99,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from .bench.run import run, write_outputs
 
     state_dir = Path(args.state) if args.state else KIT_ROOT / ".state" / "bench" / _default_state().name
-    config = BenchConfig(sites=args.sites, tasks=args.tasks, concurrency=args.concurrency)
+    config = BenchConfig(sites=args.sites, tasks=args.tasks, concurrency=args.concurrency,
+                         statement_tasks=args.statement_tasks, scaling_tasks=args.scaling_tasks)
     try:
         result = run(config, state_dir)
     except BenchError as error:  # a number that could not be trusted: say which, logs stay in the state folder
@@ -122,6 +123,8 @@ def bench_problem(args: argparse.Namespace) -> str | None:
         return "--tasks must be at least 1"
     if not 1 <= args.concurrency <= 64:
         return "--concurrency must be between 1 and 64"
+    if args.statement_tasks < 0 or args.scaling_tasks < 0:
+        return "--statement-tasks and --scaling-tasks must be 0 (skip) or more"
     return None
 
 
@@ -206,6 +209,10 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--sites", type=int, default=2)
     bench.add_argument("--tasks", type=int, default=200, help="tasks per batch (per site and worker count)")
     bench.add_argument("--concurrency", type=int, default=8, help="clients: tasks in flight, API submitters")
+    bench.add_argument("--statement-tasks", type=int, default=20,
+                       help="tasks of the batch whose round trips are counted from the statement log (0: skip)")
+    bench.add_argument("--scaling-tasks", type=int, default=100,
+                       help="tasks per batch of the first site's scaling rows (0: skip the phase)")
     bench.add_argument("--json", default=None, metavar="OUT", help="also write the results as JSON to OUT")
     bench.add_argument("--plot", default=None, metavar="PNG", help="where the plot goes (default: the state folder)")
     bench.add_argument("--state", default=None, help="default: .state/bench/<timestamp>")

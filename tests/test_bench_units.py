@@ -392,3 +392,146 @@ def test_a_failed_measurement_is_one_line(capsys: pytest.CaptureFixture[str], mo
     monkeypatch.setattr(run, "run", fail)
     assert cli.main(["bench", "--state", str(tmp_path)]) == 1
     assert capsys.readouterr().err.startswith("bench: job 42 did not finish within 120 s (logs: ")
+
+
+# --- round trips from the statement log, driven commits, scaling -------------------
+
+# Lines PostgreSQL 18.6 wrote with statements.LINE_PREFIX (embedded server, asyncpg clients; the
+# last ones from a bench site): a statement's further lines start with a tab, its parameters follow
+# on a DETAIL line. A backslash below only continues the log's line here, to keep the source narrow.
+STATEMENT_LOG = """\
+2026-12-05 07:07:21.470 UTC [19584] db=postgres vx=1/6 app=sitekit-bench: LOG:  statement: SELECT pg_reload_conf()
+2026-12-05 07:07:21.470 UTC [19567] db= vx= app=: LOG:  received SIGHUP, reloading configuration files
+2026-12-05 07:07:21.986 UTC [19588] db=t1 vx=2/3 app=[unknown]: LOG:  statement: BEGIN;
+2026-12-05 07:07:21.986 UTC [19588] db=t1 vx=2/3 app=[unknown]: LOG:  execute __asyncpg_stmt_1__: \
+INSERT INTO x VALUES ($1, $2)
+2026-12-05 07:07:21.986 UTC [19588] db=t1 vx=2/3 app=[unknown]: DETAIL:  Parameters: $1 = '1', $2 = 'multi
+\tline'
+2026-12-05 07:07:21.987 UTC [19588] db=t1 vx=2/3 app=[unknown]: LOG:  execute __asyncpg_stmt_2__: SELECT *
+\tFROM x
+\tWHERE a = $1
+2026-12-05 07:07:21.987 UTC [19588] db=t1 vx=2/3 app=[unknown]: DETAIL:  Parameters: $1 = '1'
+2026-12-05 07:07:21.987 UTC [19588] db=t1 vx=2/3 app=[unknown]: LOG:  statement: COMMIT;
+2026-12-05 07:07:21.987 UTC [19588] db=t1 vx=2/4 app=[unknown]: LOG:  execute __asyncpg_stmt_3__: \
+UPDATE x SET b = 'y' WHERE a = $1 RETURNING a
+2026-12-05 07:07:21.987 UTC [19588] db=t1 vx=2/4 app=[unknown]: DETAIL:  Parameters: $1 = '1'
+2026-12-05 07:07:21.988 UTC [19590] db=t1 vx=3/9 app=[unknown]: LOG:  execute __asyncpg_stmt_3__: \
+UPDATE x SET b = 'y' WHERE a = $1 RETURNING a
+2026-12-05 07:07:21.988 UTC [19588] db=t1 vx=2/6 app=[unknown]: ERROR:  division by zero
+2026-12-05 07:07:21.988 UTC [19588] db=t1 vx=2/6 app=[unknown]: STATEMENT:  SELECT 1/0
+2026-12-05 07:07:21.989 UTC [19591] db=t1 vx=4/2 app=sitekit-bench: LOG:  execute __asyncpg_stmt_1__: SELECT id, status
+2026-12-05 07:07:21.989 UTC [19592] db=t2 vx=5/2 app=[unknown]: LOG:  statement: SELECT 1
+2026-12-05 07:12:10.447 UTC [12551] db=alpha_24f194 vx=15/72 app=[unknown]: LOG:  statement: BEGIN;
+2026-12-05 07:12:10.447 UTC [12551] db=alpha_24f194 vx=15/72 app=[unknown]: LOG:  execute __asyncpg_stmt_19__: \
+-- Serialises an account's writers: quota (uploads, submits, results), credits, password, deletion.
+\tSELECT id FROM account WHERE id = $1 FOR UPDATE
+2026-12-05 07:12:10.447 UTC [12551] db=alpha_24f194 vx=15/72 app=[unknown]: DETAIL:  Parameters: $1 = \
+'0c7a367e-a190-450e-bc8f-a3d4266dc7bb'
+2026-12-05 07:12:10.457 UTC [12551] db=alpha_24f194 vx=15/72 app=[unknown]: LOG:  statement: COMMIT;
+"""
+
+
+def test_the_statement_log_yields_executed_statements_only() -> None:
+    from harness.bench import statements
+
+    logged = statements.logged_statements(STATEMENT_LOG)
+    assert [s.sql for s in logged] == [
+        "SELECT pg_reload_conf()", "BEGIN;", "INSERT INTO x VALUES ($1, $2)", "SELECT *", "COMMIT;",
+        "UPDATE x SET b = 'y' WHERE a = $1 RETURNING a", "UPDATE x SET b = 'y' WHERE a = $1 RETURNING a",
+        "SELECT id, status", "SELECT 1", "BEGIN;",
+        "-- Serialises an account's writers: quota (uploads, submits, results), credits, password, deletion.",
+        "COMMIT;"]
+    assert (logged[1].pid, logged[1].database, logged[1].transaction, logged[1].application) == (
+        19588, "t1", "2/3", "[unknown]")
+
+
+def test_round_trips_count_the_sites_database_without_the_driver_by_role() -> None:
+    from harness.bench import statements
+
+    counted = statements.count(statements.logged_statements(STATEMENT_LOG), site="alpha", database="t1", tasks=2,
+                               roles={19588: "web"})
+    assert (counted.statements, counted.transactions) == (6, 3)  # BEGIN..COMMIT is one, each UPDATE one
+    assert counted.by_role == {"other": 1, "web": 5}
+    assert not counted.not_counted
+    site = statements.count(statements.logged_statements(STATEMENT_LOG), site="alpha", database="alpha_24f194",
+                            tasks=1, roles={12551: "worker"})
+    assert (site.statements, site.transactions, site.by_role) == (3, 1, {"worker": 3})
+
+
+def test_the_log_prefix_is_what_the_parser_reads() -> None:
+    from harness.bench import statements
+
+    line = (statements.LINE_PREFIX.replace("%m", "2026-12-05 07:07:21.987 UTC").replace("%p", "7")
+            .replace("%d", "db").replace("%v", "3/1").replace("%a", "app") + "LOG:  statement: COMMIT;")
+    assert statements.logged_statements(line)[0].sql == "COMMIT;"
+
+
+def test_a_stretch_of_the_log_is_read_by_offsets(tmp_path: Path) -> None:
+    from harness.bench import statements
+
+    path = tmp_path / "postgres.log"
+    path.write_bytes("before\nnaïve\nafter\n".encode())
+    assert statements.read_log(path, 7, 14) == "naïve\n"
+
+
+def _scaled_report() -> BenchReport:
+    report = _report()
+    report.round_trips = [results.RoundTrips(site="alpha", tasks=20, statements=640, transactions=200,
+                                             by_role={"web": 260, "worker": 380}),
+                          results.RoundTrips(site="bravo", tasks=20, not_counted="external PostgreSQL")]
+    report.scaling = [results.Scaled(web=web, run=EndToEnd(site="alpha", price=0, workers=workers, tasks=100,
+                                                           seconds=100 / rate, tasks_per_s=rate,
+                                                           latency=_latency(150.0),
+                                                           cpu_ms_per_task={"web": 7.0, "worker": 15.0}))
+                      for web, workers, rate in ((1, 1, 20.0), (1, 2, 25.0), (1, 4, 30.0), (2, 2, 26.0))]
+    return report
+
+
+def test_round_trips_per_task_are_printed_and_an_uncounted_site_says_why() -> None:
+    ((_, rendered),) = [s for s in tables.sections(_scaled_report()) if s[0].startswith("Database round trips")]
+    alpha, bravo = rendered.splitlines()[1:]
+    assert alpha.split() == ["alpha", "20", "32.0", "10.0", "13.0", "19.0"]
+    assert "not counted: external PostgreSQL" in bravo
+
+
+def test_driven_write_commits_are_set_against_pgbench() -> None:
+    (row,) = tables.driven_commit_rows(_report())
+    assert row.write_commits_per_s == 140.0  # 700 write commits over the 1-worker batch's 5 s
+    assert row.pgbench_commits_per_s == 1400.0 and row.fraction == 0.1
+
+
+def test_scaling_rows_compare_with_the_first(tmp_path: Path) -> None:
+    report = _scaled_report()
+    ((_, rendered),) = [s for s in tables.sections(report) if s[0].startswith("Scaling")]
+    assert [line.split()[:4] for line in rendered.splitlines()[1:]] == [
+        ["1", "1", "20.0", "1.00"], ["1", "2", "25.0", "1.25"], ["1", "4", "30.0", "1.50"], ["2", "2", "26.0", "1.30"]]
+    assert "| 2 | 2 | 26.0 |" in tables.markdown(report)
+    results.write_json(report, tmp_path / "bench.json")
+    assert results.read_json(tmp_path / "bench.json") == report
+
+
+def test_bench_refuses_negative_phase_sizes(capsys: pytest.CaptureFixture[str],
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cli, "cmd_bench", lambda args: pytest.fail("bench started"))
+    assert cli.main(["bench", "--scaling-tasks", "-1"]) == 2
+    assert "--scaling-tasks must be 0" in capsys.readouterr().err
+
+
+def test_bench_phase_sizes_default_to_the_configs() -> None:
+    args = cli.build_parser().parse_args(["bench"])
+    assert (args.statement_tasks, args.scaling_tasks) == (BenchConfig().statement_tasks, BenchConfig().scaling_tasks)
+
+
+def test_an_external_postgres_is_left_as_it_is() -> None:
+    import asyncio
+
+    from harness.bench import statements
+    from harness.state import ServiceRecord, SiteRecord
+
+    site = SiteRecord(slug="alpha", name="Alpha", base_url="", upstream_url="", origin="", cookie_name="",
+                      database_url="postgresql://db.example/alpha", broker_url="", broker_namespace="",
+                      task_queue="", dead_queue="", s3_endpoint_url="", bucket="", object_prefix="", site_dir="",
+                      venv_python="")
+    external = ServiceRecord(kind="postgres", url="postgresql://db.example/postgres")  # no pid: not ours
+    counted = asyncio.run(statements.round_trips(external, site, [], tasks=20))
+    assert counted.not_counted.startswith("external PostgreSQL") and counted.statements == 0

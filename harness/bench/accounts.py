@@ -70,6 +70,14 @@ class Account:
     async def close(self) -> None:
         await self.http.aclose()
 
+    async def reconnect(self) -> None:
+        """Drop the kept-alive connections, keep the session: the next request connects anew (with
+        several web processes on one port, the kernel then picks the process anew)."""
+        fresh = site_client(self.site)
+        fresh.cookies = self.http.cookies
+        await self.http.aclose()
+        self.http = fresh
+
 
 def site_client(site: SiteRecord) -> httpx.AsyncClient:
     return httpx.AsyncClient(base_url=site.base_url, headers={"Origin": site.origin}, timeout=60,

@@ -18,7 +18,7 @@ from harness.state import SiteRecord
 
 from . import commits, cpu
 from .accounts import Account, normalized, task_price
-from .loop import TASKS_FINISHED, Completions, LoopResult, closed_loop
+from .loop import TASKS_FINISHED, Completions, LoopResult, StartJob, closed_loop
 from .measure import BenchError
 from .results import Commits, EndToEnd
 
@@ -37,10 +37,8 @@ async def _check_results(conn: asyncpg.Connection, jobs: list[UUID], accounts: l
         raise BenchError(f"{len(jobs) - len(rows)} tasks without a ready result, {len(wrong)} with wrong bytes")
 
 
-async def end_to_end(site: SiteRecord, accounts: list[Account], *, tasks: int, workers: int,
-                     groups: cpu.Groups, server_url: str | None = None) -> tuple[EndToEnd, Commits | None]:
-    """One closed-loop batch of ``tasks`` with ``len(accounts)`` in flight; the CPU it costs each
-    process in ``groups``; commits counted if ``server_url``."""
+def submitter(site: SiteRecord, accounts: list[Account]) -> StartJob:
+    """Client ``i`` of a closed loop submits as ``accounts[i]``."""
 
     async def start(client: int, _: int) -> UUID:
         response = await accounts[client].submit()
@@ -48,6 +46,14 @@ async def end_to_end(site: SiteRecord, accounts: list[Account], *, tasks: int, w
             raise BenchError(f"{site.slug}: submit answered {response.status_code}: {response.text[:200]}")
         return UUID(response.json()["id"])
 
+    return start
+
+
+async def end_to_end(site: SiteRecord, accounts: list[Account], *, tasks: int, workers: int,
+                     groups: cpu.Groups, server_url: str | None = None) -> tuple[EndToEnd, Commits | None]:
+    """One closed-loop batch of ``tasks`` with ``len(accounts)`` in flight; the CPU it costs each
+    process in ``groups``; commits counted if ``server_url``."""
+    start = submitter(site, accounts)
     conn = await asyncpg.connect(site.database_url)
     server = await asyncpg.connect(server_url) if server_url else None
     try:

@@ -30,6 +30,13 @@ class BenchConfig(msgspec.Struct, frozen=True):
     list_samples: int = 30
     pgbench_seconds: int = 8
     input_bytes: int = 1 << 20  # normalisation throughput input
+    # A small batch per site with the server's statement log on (embedded PostgreSQL only), to count
+    # round trips per task (statements.py); 0: not counted.
+    statement_tasks: int = 20
+    # The first site end to end at each (web, worker) process count, ``scaling_tasks`` a batch
+    # (scaling.py); the web rows hold the workers at 2, where the worker is not the only limit.
+    scaling: tuple[tuple[int, int], ...] = ((1, 1), (1, 2), (1, 4), (2, 2))
+    scaling_tasks: int = 100  # 0: no scaling phase
 
 
 class Machine(msgspec.Struct, frozen=True):
@@ -69,6 +76,25 @@ class Commits(msgspec.Struct, frozen=True):
     idle_noise: float  # commits an idle site made over the batch's duration, subtracted
     write_per_task: float
     all_per_task: float
+
+
+class RoundTrips(msgspec.Struct, frozen=True):
+    """Statements the site's own processes sent its database in a batch, as the server's statement
+    log shows them (statements.py): each one a round trip. ``not_counted`` says why there are none."""
+
+    site: str
+    tasks: int
+    statements: int = 0
+    transactions: int = 0  # distinct virtual transaction ids: explicit BEGIN..COMMIT and single statements
+    by_role: dict[str, int] = msgspec.field(default_factory=dict)  # statements by process role
+    not_counted: str = ""
+
+
+class Scaled(msgspec.Struct, frozen=True):
+    """One end-to-end batch of the scaling phase, at ``web`` web processes (``run.workers`` workers)."""
+
+    web: int
+    run: EndToEnd
 
 
 class ApiSubmit(msgspec.Struct, frozen=True):
@@ -146,6 +172,8 @@ class BenchReport(msgspec.Struct):
     pgbench: list[Pgbench] = msgspec.field(default_factory=list)
     normalize: Normalize | None = None
     listing: list[Listing] = msgspec.field(default_factory=list)
+    round_trips: list[RoundTrips] = msgspec.field(default_factory=list)
+    scaling: list[Scaled] = msgspec.field(default_factory=list)
     # Per phase, the share of all cores that processes outside the run used meanwhile.
     other_load: dict[str, float] = msgspec.field(default_factory=dict)
 

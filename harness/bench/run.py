@@ -4,6 +4,10 @@ Phases, one after another so each has the machine to itself: per site —
 end to end with 1 then 2 worker processes (commits counted during the
 first), API submit with the workers stopped, list latency at 100 000 tasks;
 then the bare-actor baseline, the naive site, pgbench, and normalisation throughput.
+
+Right after a site's end-to-end batches: its round trips per task from the
+statement log (statements.py) and, for the first site, the scaling rows
+(scaling.py).
 """
 
 from __future__ import annotations
@@ -33,6 +37,8 @@ from .measure import BenchError, mib_per_second
 from .naive import naive
 from .plot import plot
 from .results import MAX_ACTIVE, BenchConfig, BenchReport, Normalize, write_json
+from .scaling import scale_out
+from .statements import round_trips
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +75,14 @@ async def site_phases(state_dir: Path, sites: SitesFile, site: SiteRecord, confi
             report.end_to_end.append(measured)
             if counted:
                 report.commits.append(counted)
+        if config.statement_tasks:
+            log.info("%s: round trips from the statement log", site.slug)
+            report.round_trips.append(await round_trips(sites.services.postgres, current, accounts,
+                                                        tasks=config.statement_tasks))
+        if config.scaling_tasks and config.scaling and site.slug == sites.sites[0].slug:
+            log.info("%s: scaling web and worker processes", site.slug)
+            report.scaling += await scale_out(state_dir, site, accounts, counts=config.scaling,
+                                              tasks=config.scaling_tasks, other=other)
         await asyncio.to_thread(set_workers, state_dir, site.slug, 0)
         log.info("%s: API submit", site.slug)
         with other.phase(f"{site.slug} API submit"):

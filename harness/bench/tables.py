@@ -56,6 +56,29 @@ def ceiling_rows(report: BenchReport) -> list[CeilingRow]:
     return rows
 
 
+class DrivenCommits(msgspec.Struct, frozen=True):
+    """How hard the counted end-to-end batch drove the server, against pgbench on the same server."""
+
+    site: str
+    write_commits_per_s: float  # write commits counted over the batch's seconds
+    pgbench_commits_per_s: float  # the best of pgbench's client counts
+    fraction: float | None
+
+
+def driven_commit_rows(report: BenchReport) -> list[DrivenCommits]:
+    rate = best_commit_rate(report)
+    counted_with = report.config.workers[0] if report.config.workers else 1  # run.py counts the first batch
+    rows = []
+    for counted in report.commits:
+        batch = next((e for e in report.end_to_end if e.site == counted.site and e.workers == counted_with), None)
+        if batch is None or batch.seconds <= 0:
+            continue
+        driven = round(counted.write_commits / batch.seconds, 1)
+        rows.append(DrivenCommits(site=counted.site, write_commits_per_s=driven, pgbench_commits_per_s=rate,
+                                  fraction=ratio(driven, rate)))
+    return rows
+
+
 # --- tables -------------------------------------------------------------------------
 
 
@@ -153,6 +176,33 @@ def sections(report: BenchReport, markdown: bool = False) -> list[tuple[str, str
                               [item.site, "first", item.first_page.p50, item.first_page.p95, item.first_page.p99],
                               [item.site, f"after {item.deep_offset:,}", item.deep_page.p50, item.deep_page.p95,
                                item.deep_page.p99])], markdown)))
+    out += cost_and_scaling_sections(report, markdown)
+    return out
+
+
+def cost_and_scaling_sections(report: BenchReport, markdown: bool = False) -> list[tuple[str, str]]:
+    """Round trips per task (statement log), commits driven against pgbench, and the scaling rows."""
+    out: list[tuple[str, str]] = []
+    if report.round_trips:
+        roles = sorted({role for r in report.round_trips for role in r.by_role})
+        rows = [[r.site, r.tasks, f"not counted: {r.not_counted}", None, *([None] * len(roles))] if r.not_counted else
+                [r.site, r.tasks, round(r.statements / r.tasks, 2), round(r.transactions / r.tasks, 2),
+                 *(round(r.by_role.get(role, 0) / r.tasks, 2) for role in roles)] for r in report.round_trips]
+        out.append(("Database round trips per task (statements in the server's log, driver's left out)", table(
+            ["site", "tasks", "round trips / task", "transactions / task", *(f"{role} / task" for role in roles)],
+            rows, markdown)))
+    if driven := driven_commit_rows(report):
+        out.append(("Write commits driven by the counted end-to-end batch against pgbench", table(
+            ["site", "write commits/s", "pgbench commits/s", "fraction"],
+            [[d.site, d.write_commits_per_s, d.pgbench_commits_per_s, d.fraction] for d in driven], markdown)))
+    if report.scaling:
+        first = report.scaling[0].run.tasks_per_s
+        out.append((f"Scaling: {report.scaling[0].run.site} end to end by process count "
+                    f"({report.config.concurrency} in flight, {report.scaling[0].run.tasks} tasks a batch)", table(
+                        ["web", "workers", "tasks/s", "x first row", "p50 ms", "p95 ms", "CPU ms / task"],
+                        [[s.web, s.run.workers, s.run.tasks_per_s, ratio(s.run.tasks_per_s, first),
+                          s.run.latency.p50, s.run.latency.p95, round(sum(s.run.cpu_ms_per_task.values()), 1)]
+                         for s in report.scaling], markdown)))
     return out
 
 
