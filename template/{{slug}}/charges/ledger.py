@@ -65,12 +65,6 @@ async def place_hold(conn: asyncpg.Connection, owner_id: UUID, task_id: UUID, pr
     await conn.execute(Q.entry, owner_id, task_id, charge_round, "hold", price, None)
 
 
-async def record_capture(conn: asyncpg.Connection, owner_id: UUID, task_id: UUID, charge_round: int,
-                         price: int) -> None:
-    """The held price is spent: recorded only (the hold already took it from the balance)."""
-    await conn.execute(Q.entry, owner_id, task_id, charge_round, "capture", price, None)
-
-
 async def give_back(conn: asyncpg.Connection, owner_id: UUID, task_id: UUID, charge_round: int, price: int) -> None:
     """The held price returns to the balance."""
     await conn.execute(Q.credit, owner_id, price)

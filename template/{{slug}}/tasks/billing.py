@@ -3,7 +3,9 @@
 The task row says where its money is (``held``, then ``captured`` or ``refunded``; a retry of a
 refunded task starts a new round, ``held`` again). Each transition is one guarded statement on
 the task (``queries.sql``), so a second settlement matches nothing; the credits move in
-``charges.ledger``, inside the same transaction, after the account row is locked.
+``charges.ledger``, inside the same transaction, after the account row is locked. The capture
+happens in the publication's one call (``task_publish`` with charges' ``credit_capture``,
+migration 0014).
 """
 
 from __future__ import annotations
@@ -21,12 +23,6 @@ async def hold_again(conn: asyncpg.Connection, task_id: UUID) -> None:
     row = await conn.fetchrow(Q.start_charge_round, task_id)
     if row is not None:
         await ledger.place_hold(conn, row["owner_id"], task_id, row["price"], row["charge_round"])
-
-
-async def capture(conn: asyncpg.Connection, task_id: UUID) -> None:
-    row = await conn.fetchrow(Q.settle_charge, task_id, "captured")
-    if row is not None:
-        await ledger.record_capture(conn, row["owner_id"], task_id, row["charge_round"], row["price"])
 
 
 async def refund(conn: asyncpg.Connection, task_id: UUID) -> bool:

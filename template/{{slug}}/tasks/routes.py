@@ -65,10 +65,13 @@ class TasksController(Controller):
                 with contextlib.suppress(RateLimited):
                     await count_request(pool, account.id, "write", limit)
             raise
-        if submitted.token is not None:
-            await delivery.send_submitted(pool, queue, submitted.task_id, submitted.token)
-        async with pool.acquire() as conn:
-            task = await store.get_task(conn, account.id, submitted.task_id)
+        task = submitted.task
+        if submitted.token is not None and not await delivery.send_submitted(pool, queue, submitted.task_id,
+                                                                             submitted.token):
+            task = None  # it may have gone back to pending
+        if task is None:
+            async with pool.acquire() as conn:
+                task = await store.get_task(conn, account.id, submitted.task_id)
         return Response(task, status_code=HTTP_201_CREATED if submitted.created else HTTP_200_OK)
 
     @get("/")

@@ -99,7 +99,7 @@ def is_retryable(status: str, error_code: str | None, used: int, budget: int) ->
     return status == TaskStatus.FAILED and error_code in MANUAL_RETRY and used < budget
 
 
-def to_public(row: asyncpg.Record) -> TaskOut:
+def to_public(row: asyncpg.Record | dict[str, Any]) -> TaskOut:
     result = None
     if row["status"] == TaskStatus.SUCCEEDED and not row["result_gone"]:
         result = TaskResult(
@@ -164,10 +164,12 @@ async def check_active_limit(conn: asyncpg.Connection, owner_id: UUID, max_activ
 
 class Submitted(msgspec.Struct, frozen=True):
     """What a submit did: ``token`` is the new task's delivery lease (its sender sends the first
-    round after the commit); None for a known request, which is never sent again."""
+    round after the commit) and ``task`` the new task as committed; both None for a known request,
+    which is never sent again."""
 
     task_id: UUID
-    token: UUID | None
+    token: UUID | None = None
+    task: TaskOut | None = None
 
     @property
     def created(self) -> bool:
@@ -188,20 +190,22 @@ async def submit(conn: asyncpg.Connection, policy: TasksPolicy, charges: Charges
     if seen["id"] is not None:
         if bytes(seen["request_fingerprint"]) != digest:
             raise RequestConflict()
-        return Submitted(task_id=seen["id"], token=None)  # the same request again: never run twice
+        return Submitted(task_id=seen["id"])  # the same request again: never run twice
     if seen["active"] >= policy.max_active:
         raise ActiveLimit()
     file = await lock_input(conn, owner_id, body.file_id)
     task_id, token = uuid.uuid4(), uuid.uuid4()
     price = ledger.quote(charges, body.processor, version)
-    await conn.execute(
+    row = await conn.fetchrow(
         Q.insert_task, task_id, owner_id, body.request_key, digest, body.processor, version,
         file["id"], file["name"], file["size"], file["sha256"], msgspec.to_builtins(body.params),
         policy.max_attempts, price, token, DELIVERY_LEASE_SECONDS,
     )
     if price:
         await ledger.place_hold(conn, owner_id, task_id, price, charge_round=1)
-    return Submitted(task_id=task_id, token=token)
+    # task_view's own columns, as they are for a task without a result
+    task = to_public({**row, "result_name": None, "result_size": None, "result_sha256": None, "result_gone": False})
+    return Submitted(task_id=task_id, token=token, task=task)
 
 
 # --- reads -----------------------------------------------------------------------
