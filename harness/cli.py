@@ -113,6 +113,27 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return 0 if all(not api.problems for api in result.api) else 1
 
 
+def cmd_bench_compare(args: argparse.Namespace) -> int:
+    from .bench import compare
+    from .bench.measure import BenchError
+
+    if len(args.runs) % 2:
+        print("bench-compare: give runs in pairs, BEFORE.json AFTER.json", file=sys.stderr)
+        return 2
+    try:
+        reports = [compare.load(Path(path)) for path in args.runs]
+    except BenchError as error:
+        print(f"bench-compare: {error}", file=sys.stderr)
+        return 2
+    pairs = list(zip(reports[::2], reports[1::2], strict=True))
+    sites = sorted({e.site for report in reports for e in report.end_to_end})
+    print(compare.text(pairs, sites), end="")
+    if args.plot:
+        compare.plot(pairs, sites, Path(args.plot))
+        print(f"wrote: {args.plot}")
+    return 0
+
+
 def bench_problem(args: argparse.Namespace) -> str | None:
     """Why these bench options cannot run, or None."""
     from .render import NAMES
@@ -217,6 +238,13 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--plot", default=None, metavar="PNG", help="where the plot goes (default: the state folder)")
     bench.add_argument("--state", default=None, help="default: .state/bench/<timestamp>")
     bench.set_defaults(handler=cmd_bench)
+
+    compared = commands.add_parser("bench-compare", help="before and after: pairs of bench runs' --json files, "
+                                                         "side by side (and a plot)")
+    compared.add_argument("runs", nargs="+", metavar="BEFORE.json AFTER.json",
+                          help="one or more pairs of `bench --json` files, each before then after")
+    compared.add_argument("--plot", default=None, metavar="PNG", help="also draw the pairs into PNG")
+    compared.set_defaults(handler=cmd_bench_compare)
 
     chaos = commands.add_parser("chaos", help="fault campaign: steady load while processes are SIGKILLed, "
                                               "then stuck work settled and the books checked")

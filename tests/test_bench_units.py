@@ -9,7 +9,7 @@ import msgspec
 import pytest
 
 from harness import cli
-from harness.bench import bare_worker, ceiling, measure, naive_site, reference, results, tables
+from harness.bench import bare_worker, ceiling, compare, measure, naive_site, reference, results, tables
 from harness.bench.accounts import input_text, normalized, submit_body
 from harness.bench.api import accounts_needed
 from harness.bench.listing import cursor_for
@@ -198,6 +198,51 @@ def test_plot_is_a_png(tmp_path: Path) -> None:
 
     plot(_report(), path)
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def _after() -> BenchReport:
+    """``_report()`` as a later run: fewer commits, less CPU, faster; the references measured again."""
+    before = _report()
+    first = before.end_to_end[0]
+    return msgspec.structs.replace(
+        before,
+        end_to_end=[msgspec.structs.replace(first, tasks_per_s=30.0,
+                                            cpu_ms_per_task={"web": 6.0, "worker": 10.0, "postgres": 4.0}),
+                    *before.end_to_end[1:]],
+        commits=[msgspec.structs.replace(before.commits[0], write_per_task=3.0)],
+        round_trips=[results.RoundTrips(site="alpha", tasks=20, statements=200, transactions=80)],
+        naive=[msgspec.structs.replace(before.naive[0], tasks_per_s=40.0), *before.naive[1:]],
+    )
+
+
+def test_a_comparison_pairs_each_figure_before_and_after() -> None:
+    rows = compare.rows([(_report(), _after())], "alpha")
+    found = {row.label: (row.before, row.after) for row in rows[0]}
+    assert found["write commits / task"] == (7.0, 3.0)
+    assert found["round trips / task"] == (None, 10.0)  # the earlier run did not count them
+    assert found["CPU ms / task, all processes"] == (32.5, 20.0)
+    assert found["ours / naive"] == (0.62, 0.75)  # each run against its own naive site
+    assert found["ours / bare"] == (0.5, 0.75)
+    assert "7.00 -> 3.00" in compare.text([(_report(), _after())], ["alpha"])
+
+
+def test_a_comparison_plot_is_a_png(tmp_path: Path) -> None:
+    path = tmp_path / "compare.png"
+    compare.plot([(_report(), _after()), (_report(), _after())], ["alpha"], path)
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_bench_compare_takes_pairs_of_reports(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    before, after = tmp_path / "before.json", tmp_path / "after.json"
+    results.write_json(_report(), before)
+    results.write_json(_after(), after)
+    assert cli.main(["bench-compare", str(before)]) == 2
+    assert "in pairs" in capsys.readouterr().err
+    (tmp_path / "broken.json").write_text("{")
+    assert cli.main(["bench-compare", str(before), str(tmp_path / "broken.json")]) == 2
+    assert "not a bench report" in capsys.readouterr().err
+    assert cli.main(["bench-compare", str(before), str(after), "--plot", str(tmp_path / "c.png")]) == 0
+    assert "20.0 -> 30.0" in capsys.readouterr().out and (tmp_path / "c.png").exists()
 
 
 # --- the measured work -------------------------------------------------------------
