@@ -53,7 +53,7 @@ def _timed(timings: SiteTimings, field: str, step):
 
 def _prepare_site(state_dir: Path, services_: state.Services, index: int, run_id: str, overrides: dict | None,
                   behind: state.ProxyRecord | None = None, public: tuple[str, int] | None = None,
-                  planned: Planned | None = None) -> tuple[SiteRecord, dict, SiteTimings, state.ServiceRecord]:
+                  planned: Planned | None = None) -> tuple[SiteRecord, dict, SiteTimings]:
     timings = SiteTimings()
     if planned:  # a site of the user's fleet: its own answers and port, served on loopback
         port, answers = planned.port, {**planned.answers, "origin": fleet_plan.served_origin(planned)}
@@ -73,6 +73,8 @@ def _prepare_site(state_dir: Path, services_: state.Services, index: int, run_id
         proxy.trust_the_proxy(site_dir / "site.toml", behind.source)
     database_url = services.create_site_resources(services_, answers["database_name"], answers["bucket"])
     s3_proxy = services.start_fault_proxy(services_.s3.url, folder)
+    # Recorded at once (the caller saves it): `down` stops it even when this site fails to come up.
+    services_.s3_proxies[slug] = s3_proxy
     python = _timed(
         timings, "install_s", lambda: processes.install_site(site_dir, folder / "venv", folder / "logs" / "install.log")
     )
@@ -118,7 +120,7 @@ def _prepare_site(state_dir: Path, services_: state.Services, index: int, run_id
         venv_python=python,
         ca_file=behind.ca_file if behind else "",
     )
-    return record, answers, timings, s3_proxy
+    return record, answers, timings
 
 
 def role_command(record: SiteRecord, role: str) -> list[str]:
@@ -211,8 +213,7 @@ def up(state_dir: Path, count: int, overrides: dict | None = None,
                    for i in range(count)]
         outcomes = [future.exception() or future.result() for future in futures]
     prepared = [o for o in outcomes if not isinstance(o, BaseException)]
-    for record, answers, timings, s3_proxy in prepared:
-        provisioned.s3_proxies[record.slug] = s3_proxy
+    for record, answers, timings in prepared:
         sites.sites.append(record)
         info.answers[record.slug] = answers
         if fleet:  # the user's answers, as given; what the run changed is in the plan's overrides
@@ -222,7 +223,7 @@ def up(state_dir: Path, count: int, overrides: dict | None = None,
     state.save(state_dir, sites)  # what was made is recorded, so `down` removes it
     if failed := [o for o in outcomes if isinstance(o, BaseException)]:
         raise failed[0]
-    for record, _, timings, _ in prepared:
+    for record, _, timings in prepared:
         _timed(timings, "start_s", lambda record=record: start_roles(state_dir, record, counts=sites.processes))
         state.save(state_dir, sites)
     if behind:

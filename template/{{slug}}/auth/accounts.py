@@ -47,14 +47,15 @@ def login_email(raw: str) -> str:
     return raw.strip().lower()[:254]
 
 
-async def lock(conn: asyncpg.Connection, account_id: UUID) -> None:
-    """Lock the account row for the rest of the caller's transaction.
+async def lock(conn: asyncpg.Connection, account_id: UUID) -> bool:
+    """Lock the account row for the rest of the caller's transaction; False when it is gone (it
+    was deleted while the caller waited for it).
 
     Every writer of an account's quota, credits, tasks, password or existence takes this lock
     first, so they run one at a time per account and always in the same order (account, then
     task, then file rows).
     """
-    await conn.execute(Q.lock_account, account_id)
+    return await conn.fetchval(Q.lock_account, account_id) is not None
 
 
 async def find_by_email(conn: asyncpg.Connection, email: str) -> Account | None:

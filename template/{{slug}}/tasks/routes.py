@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 from uuid import UUID
 
 from litestar import Controller, Request, Response, get, post
@@ -13,10 +12,9 @@ from litestar.status_codes import HTTP_200_OK, HTTP_201_CREATED
 
 from .. import captcha
 from ..db.pool import transaction
-from ..errors import RateLimited, SiteError
 from ..ratelimits.requests import count_request
 from ..web.dependencies import CurrentAccount, DbPool, Queue, SiteSettings, client_address, runtime_of
-from ..web.guards import ACCOUNT_GUARDS, COUNTS_ITS_OWN_REQUESTS
+from ..web.guards import ACCOUNT_GUARDS, COUNTS_ITS_OWN_REQUESTS, requests_counted
 from ..web.paging import Cursor, Page, read_page
 from . import delivery, store
 from .errors import TasksDisabled, TasksNotConfigured
@@ -41,30 +39,24 @@ class TasksController(Controller):
     async def submit_task(self, request: Request, data: JSONBody[SubmitBody], account: CurrentAccount,
                           pool: DbPool, queue: Queue, settings: SiteSettings) -> Response[TaskOut]:
         """Start a task; 201 when new, 200 with the existing task when the request key was seen with this input."""
-        # The request is counted against the write limit inside the submit's own transaction:
-        # one commit for both (docs/tasks.md). A refused submit rolls its count back, so it is
-        # counted again on its own; the captcha's call to its provider runs outside any
-        # transaction, so with a captcha the count comes first, on its own.
+        # The request is counted against the write limit inside the submit's own transaction: one
+        # commit for both (docs/tasks.md). A request that fails before that commits is counted on
+        # its own afterwards (guards.count_uncounted_request). The captcha's call to its provider
+        # runs outside any transaction, so with a captcha the count comes first, on its own.
         limit = settings.policy.tasks.writes_per_minute
-        counted = False
+        count_in_submit = True
         if captcha.required(settings, "task_submit"):
             await count_request(pool, account.id, "write", limit)
-            counted = True
+            requests_counted(request)
+            count_in_submit = False
             async with pool.acquire() as conn:
                 known = await store.request_key_known(conn, account.id, data.request_key)
             if not known:
                 await captcha.verify(settings, "task_submit", data.captcha_token, client_address(request))
-        try:
-            async with transaction(pool) as conn:
-                if not counted:
-                    await count_request(conn, account.id, "write", limit)
-                submitted = await store.submit(conn, settings.policy.tasks, settings.policy.charges, account.id,
-                                               data)
-        except SiteError as refused:
-            if not counted and not isinstance(refused, RateLimited):
-                with contextlib.suppress(RateLimited):
-                    await count_request(pool, account.id, "write", limit)
-            raise
+        async with transaction(pool) as conn:
+            submitted = await store.submit(conn, settings.policy.tasks, settings.policy.charges, account.id, data,
+                                           write_limit=limit if count_in_submit else None)
+        requests_counted(request)
         task = submitted.task
         if submitted.token is not None and not await delivery.send_submitted(pool, queue, submitted.task_id,
                                                                              submitted.token):

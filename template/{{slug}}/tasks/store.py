@@ -18,8 +18,10 @@ from msgspec import Meta
 
 from ..auth import accounts
 from ..charges import ledger
+from ..errors import Unauthenticated
 from ..files import store as files
 from ..files.errors import FileNotFound
+from ..ratelimits.requests import count_request
 from ..settings import ChargesPolicy, TasksPolicy
 from . import billing
 from .errors import ActiveLimit, NotRetryable, RequestConflict, TaskNotFound, TaskRejected
@@ -177,15 +179,21 @@ class Submitted(msgspec.Struct, frozen=True):
 
 
 async def submit(conn: asyncpg.Connection, policy: TasksPolicy, charges: ChargesPolicy, owner_id: UUID,
-                 body: SubmitBody) -> Submitted:
-    """Create the task (queued, under a delivery lease) and its pin in the caller's transaction.
+                 body: SubmitBody, write_limit: int | None = None) -> Submitted:
+    """Create the task (queued, under a delivery lease) and its pin in the caller's transaction;
+    with ``write_limit``, the request is counted against it there too.
 
     The account row is locked first: submits of one account run one at a time, so
-    neither the request key, the active limit nor the file lock can be raced.
+    neither the request key, the active limit nor the file lock can be raced. The count
+    comes after it: a submit waiting for an account that is being deleted must not hold
+    the account's request counter, which the deletion removes with it.
     """
     version = current_version(body.processor)
     digest = fingerprint(body.processor, version, body.file_id, body.params)
-    await accounts.lock(conn, owner_id)
+    if not await accounts.lock(conn, owner_id):
+        raise Unauthenticated()  # deleted while this request waited for it
+    if write_limit is not None:
+        await count_request(conn, owner_id, "write", write_limit)
     seen = await conn.fetchrow(Q.request_and_active, owner_id, body.request_key)
     if seen["id"] is not None:
         if bytes(seen["request_fingerprint"]) != digest:

@@ -21,6 +21,7 @@ from ..settings import Settings
 from ..tasks.routes import TasksController
 from .dependencies import DEPENDENCIES
 from .errors import EXCEPTION_HANDLERS
+from .guards import count_uncounted_request
 from .health import healthz, readyz
 from .middleware import OriginCheckMiddleware, RequestIdMiddleware, response_headers
 from .ops_pages import ops_router
@@ -65,6 +66,7 @@ def create_app(settings: Settings) -> Litestar:
         exception_handlers=EXCEPTION_HANDLERS,
         middleware=[http_metrics.middleware, RequestIdMiddleware(), OriginCheckMiddleware(settings.origin)],
         before_send=[response_headers(settings)],
+        after_exception=[count_uncounted_request],
         lifespan=[lifespan],
         openapi_config=OpenAPIConfig(title=settings.site.name, version="1.0.0", path="/schema"),
         template_config=TemplateConfig(directory=TEMPLATES, engine=JinjaTemplateEngine),

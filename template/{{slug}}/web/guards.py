@@ -7,13 +7,18 @@ guards (files enabled, storage configured, execution available) live with their 
 
 from __future__ import annotations
 
+import logging
+
 from litestar.connection import ASGIConnection
 from litestar.handlers import BaseRouteHandler
+from litestar.types import Scope
 
 from ..auth import accounts
-from ..errors import NotFound, Unauthenticated
+from ..errors import NotFound, RateLimited, Unauthenticated
 from ..ratelimits.requests import count_request
 from .dependencies import runtime_of, session_account
+
+log = logging.getLogger(__name__)
 
 
 async def signed_in(connection: ASGIConnection, _: BaseRouteHandler) -> None:
@@ -25,20 +30,48 @@ async def signed_in(connection: ASGIConnection, _: BaseRouteHandler) -> None:
 
 
 # A handler whose ``opt`` sets this counts its requests itself, inside its own transaction
-# (the task submit: one commit for the count and the task).
+# (the task submit: one commit for the count and the task), and says so with requests_counted
+# once that committed; a request that fails before is counted by count_uncounted_request.
 COUNTS_ITS_OWN_REQUESTS = "counts_its_own_requests"
 
 
-async def rate_limited(connection: ASGIConnection, handler: BaseRouteHandler) -> None:
-    """Count the request against the signed-in account's per-minute quota (reads (GET/HEAD) and
-    writes apart); 429 once it is spent. Listed after ``signed_in``."""
-    if handler.opt.get(COUNTS_ITS_OWN_REQUESTS):
-        return
+async def _count(connection: ASGIConnection) -> None:
     runtime = runtime_of(connection)
     policy = runtime.settings.policy.tasks
     reading = connection.scope["method"] in ("GET", "HEAD")
     await count_request(runtime.pool, connection.state.account.id, "read" if reading else "write",
                         policy.reads_per_minute if reading else policy.writes_per_minute)
+
+
+async def rate_limited(connection: ASGIConnection, handler: BaseRouteHandler) -> None:
+    """Count the request against the signed-in account's per-minute quota (reads (GET/HEAD) and
+    writes apart); 429 once it is spent. Listed after ``signed_in``."""
+    if not handler.opt.get(COUNTS_ITS_OWN_REQUESTS):
+        await _count(connection)
+
+
+def requests_counted(connection: ASGIConnection) -> None:
+    """A handler that counts its own requests: this one's count is committed."""
+    connection.state.requests_counted = True
+
+
+async def count_uncounted_request(error: Exception, scope: Scope) -> None:
+    """The app's after_exception hook: a signed-in request to a handler that counts its own
+    requests, which failed before its count committed — a body that does not parse, a feature
+    guard, a refusal or database trouble that rolled the count back — is counted here, on its
+    own. Refused requests count too, so refusals cannot be used to probe for free."""
+    handler = scope.get("route_handler")
+    if handler is None or not handler.opt.get(COUNTS_ITS_OWN_REQUESTS):
+        return
+    connection = ASGIConnection(scope)
+    if connection.state.get("account") is None or connection.state.get("requests_counted"):
+        return
+    try:
+        await _count(connection)
+    except RateLimited:
+        pass  # counted (refused hits count too)
+    except Exception as trouble:  # the error's own answer must still go out
+        log.warning("%s: request not counted (%s)", type(error).__name__, type(trouble).__name__)
 
 
 async def operator_only(connection: ASGIConnection, _: BaseRouteHandler) -> None:
