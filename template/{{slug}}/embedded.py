@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import random
 import shutil
 import signal
 import socket
@@ -48,22 +47,9 @@ class RunningServer:
     data_dir: str
 
 
-# Ports are picked below the kernel's ephemeral range, from which every outgoing connection takes
-# its local port: a port the kernel hands out from there can be taken by some client's connection
-# before the server binds it (seen in CI: "address already in use").
-PICKED_PORTS = range(20000, 32768)
-
-
 def free_port(host: str = "127.0.0.1") -> int:
-    """A port nobody uses right now (the caller retries if it loses a race)."""
-    for port in random.sample(PICKED_PORTS, 64):
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-            try:
-                sock.bind((host, port))
-            except OSError:
-                continue
-            return port
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:  # all taken: the kernel's pick
+    """A port nobody listens on right now (the caller retries if it loses a race)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((host, 0))
         return sock.getsockname()[1]
 
