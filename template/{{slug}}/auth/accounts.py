@@ -55,7 +55,7 @@ async def lock(conn: asyncpg.Connection, account_id: UUID) -> bool:
     first, so they run one at a time per account and always in the same order (account, then
     task, then file rows).
     """
-    return await conn.fetchval(Q.lock_account, account_id) is not None
+    return await conn.fetchval(Q.lock_account, account_id)
 
 
 async def find_by_email(conn: asyncpg.Connection, email: str) -> Account | None:

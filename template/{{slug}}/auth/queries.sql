@@ -43,7 +43,8 @@ SELECT password_hash FROM account WHERE id = $1;
 
 -- name: lock_account
 -- Serialises an account's writers: quota (uploads, submits, results), credits, password, deletion.
-SELECT id FROM account WHERE id = $1 FOR UPDATE;
+-- The lock is account_lock (migration 0014), which the tasks' claim and publication take too.
+SELECT account_lock($1);
 
 -- name: delete_account
 -- Everything personal goes with the row (ON DELETE CASCADE): sessions, files,

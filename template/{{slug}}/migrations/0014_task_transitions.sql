@@ -7,11 +7,13 @@
 -- account_lock is auth's, file_reserve and file_publish_result are files', credit_capture is
 -- charges', task_claim and task_publish are tasks'.
 
--- auth: serialises an account's writers (the same lock as auth/queries.sql lock_account).
-CREATE FUNCTION account_lock(p_account uuid) RETURNS void
+-- auth: serialises an account's writers (auth/queries.sql lock_account calls it); false when the
+-- account is gone.
+CREATE FUNCTION account_lock(p_account uuid) RETURNS boolean
 LANGUAGE plpgsql AS $$
 BEGIN
     PERFORM 1 FROM account WHERE id = p_account FOR UPDATE;
+    RETURN FOUND;
 END $$;
 
 -- files: an ``uploading`` row with its quota taken; false (and nothing written) over the quota.
