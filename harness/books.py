@@ -75,10 +75,10 @@ def restart(state_dir: Path) -> None:
         for record in sites.sites:
             stand.stop_roles(record)
         own = sites.services
-        own.postgres, own.broker, own.s3 = [
-            _restart_service(state_dir, record) if record.pid is not None else record
-            for record in (own.postgres, own.broker, own.s3)
-        ]
+        for kind in ("postgres", "broker", "s3"):  # each recorded as it comes back, should a later one fail
+            record = getattr(own, kind)
+            if record.pid is not None:
+                setattr(own, kind, _restart_service(state_dir, record))
         for record in sites.sites:
             stand.start_roles(state_dir, record, counts=sites.processes)
 

@@ -25,12 +25,15 @@ from .state import SiteRecord, SitesFile
 
 @contextmanager
 def locked(state_dir: Path) -> Iterator[SitesFile]:
-    """sites.json, read and written back under an exclusive lock."""
+    """sites.json, read and written back under an exclusive lock — also when the block fails, so
+    what it started before failing (a restarted server's pid, say) is recorded and `down` stops it."""
     with open(Path(state_dir) / "sites.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         sites = state.load(state_dir)
-        yield sites
-        state.save(state_dir, sites)
+        try:
+            yield sites
+        finally:
+            state.save(state_dir, sites)
 
 
 def _site(sites: SitesFile, slug: str) -> SiteRecord:

@@ -121,3 +121,21 @@ def test_cases_are_attributed_to_the_site_they_ran_against_first() -> None:
     assert report.per_site(results, "alpha") == report.SiteTests(passed=1, failed=1, skipped=0, seconds=3.5)
     assert report.per_site(results, "bravo") == report.SiteTests(passed=1, failed=0, skipped=1, seconds=1.0)
     assert report.per_site(results, "charlie") == report.SiteTests()
+
+
+def test_what_a_failed_locked_block_started_is_recorded(tmp_path: Path) -> None:
+    """A block under the state lock that fails after starting something (a restart that brought a
+    server back, then failed to start a site) still writes the new pid back, so `down` stops it."""
+    from harness.control import locked
+
+    services = state.Services(
+        mode="embedded",
+        postgres=state.ServiceRecord(kind="postgres", url="postgresql://x/y", pid=1),
+        broker=state.ServiceRecord(kind="redis", url="redis://x"),
+        s3=state.S3Record(kind="s3", url="http://x", access_key_id="k", secret_access_key="s"),
+    )
+    state.save(tmp_path, state.SitesFile(sites=[], services=services, run_id="r"))
+    with pytest.raises(RuntimeError), locked(tmp_path) as sites:
+        sites.services.postgres = msgspec.structs.replace(sites.services.postgres, pid=2)
+        raise RuntimeError("a site failed to start")
+    assert state.load(tmp_path).services.postgres.pid == 2
