@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
 import pytest
 import yaml
+
+from harness import KIT_ROOT
 
 from .conftest import TEMPLATE_PACKAGE, render
 
@@ -105,3 +109,18 @@ def test_rendered_policy_is_accepted_by_the_site(tmp_path: Path) -> None:
 @pytest.mark.parametrize("slug", ["zeta9", "ab"])
 def test_short_and_digit_slugs_render(tmp_path: Path, slug: str) -> None:
     assert (render(tmp_path, slug=slug) / slug / "settings.py").exists()
+
+
+@pytest.mark.parametrize(("folder", "slug"), [
+    ("shop", "shop"), ("My-Shop.2026", "my_shop_2026"), ("9lives", "lives"), ("x", "site_x"),
+    ("site", "site_site"), ("a" * 40, "a" * 31),
+])
+def test_copy_with_defaults_derives_the_slug_from_the_folder(tmp_path: Path, folder: str, slug: str) -> None:
+    """`copier copy --defaults` asks nothing: the slug is the destination folder's name made valid."""
+    copied = subprocess.run([str(Path(sys.executable).parent / "copier"), "copy", "--trust", "--defaults",
+                             "--vcs-ref", "HEAD", str(KIT_ROOT), str(tmp_path / folder)],
+                            capture_output=True, text=True, check=False)
+    assert copied.returncode == 0, copied.stderr[-2000:]
+    answers = yaml.safe_load((tmp_path / folder / ".copier-answers.yml").read_text())
+    assert answers["slug"] == slug
+    assert answers["database_name"] == slug and (tmp_path / folder / slug / "__main__.py").exists()
