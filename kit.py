@@ -3,7 +3,7 @@
 
     python3 kit.py verify [ARGS]   # python -m harness verify --sites 2 [ARGS]
     python3 kit.py verify --proxy  # the production lane: 3 sites behind nginx over https (installs nginx, Chromium)
-    python3 kit.py test [ARGS]     # python -m pytest -n auto [ARGS] (installs Chromium first where it can)
+    python3 kit.py test [ARGS]     # python -m pytest -n auto [ARGS] (installs Chromium and nginx first)
     python3 kit.py harness ARGS    # python -m harness ARGS (up, down, report, bench, ...)
 
 Standard library only. The virtualenv is reinstalled when pyproject.toml changes.
@@ -23,9 +23,15 @@ ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv"
 PYTHON = VENV / "bin" / "python"
 STAMP = VENV / ".sitekit-installed"
-CHROMIUM = Path("/usr/bin/chromium")
-NGINX = Path("/usr/sbin/nginx")
-
+# What the commands need from Debian, installed by the command itself (apt-get, as root) so that a
+# fresh machine with only Python passes: package -> (binary, what needs it). Only the binaries are
+# used; a system service a package may start is neither needed nor touched.
+DEBIAN_TOOLS = {
+    "chromium": (Path("/usr/bin/chromium"), "the page tests (playwright drives it; it never downloads a browser)"),
+    "nginx": (Path("/usr/sbin/nginx"), "the production lane (verify --proxy) and its tests"),
+}
+# Set for commands that install the tools: a test that needs one fails without it instead of skipping.
+REQUIRE_TOOLS = "SITEKIT_REQUIRE_TOOLS"
 
 def ensure_venv() -> None:
     if sys.version_info < (3, 11):  # noqa: UP036 - kit.py runs on whatever python3 is there
@@ -43,59 +49,53 @@ def ensure_venv() -> None:
     STAMP.write_text(wanted)
 
 
-def ensure_debian_package(package: str, binary: Path, purpose: str) -> None:
-    """Install a Debian package when its binary is missing and this machine can (root with apt-get);
-    otherwise say what is missing."""
-    if binary.exists():
-        return
-    if os.geteuid() == 0 and shutil.which("apt-get"):
-        print(f"kit: installing {package} for {purpose} (apt-get install {package})", flush=True)
+def missing_tools(packages: tuple[str, ...]) -> list[str]:
+    return [package for package in packages if not DEBIAN_TOOLS[package][0].exists()]
+
+
+def ensure_debian_tools(packages: tuple[str, ...]) -> None:
+    """Install the Debian packages whose binaries are missing, when this machine can (root with
+    apt-get: one install, an `apt-get update` first only if it fails); otherwise say what is missing."""
+    missing = missing_tools(packages)
+    if missing and os.geteuid() == 0 and shutil.which("apt-get"):
+        print(f"kit: installing {' '.join(missing)} (apt-get install) for "
+              + "; ".join(DEBIAN_TOOLS[p][1] for p in missing), flush=True)
         env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
         quiet = {"stdout": subprocess.DEVNULL, "env": env, "check": False}
-        if subprocess.run(["apt-get", "install", "-y", "-q", package], **quiet).returncode != 0:
+        if subprocess.run(["apt-get", "install", "-y", "-q", *missing], **quiet).returncode != 0:
             subprocess.run(["apt-get", "update", "-q"], **quiet)
-            subprocess.run(["apt-get", "install", "-y", "-q", package], **quiet)
-    if not binary.exists():
+            subprocess.run(["apt-get", "install", "-y", "-q", *missing], **quiet)
+    for package in missing_tools(packages):
+        binary, purpose = DEBIAN_TOOLS[package]
         print(f"kit: {binary} is missing and could not be installed; {purpose} will fail "
               f"(install Debian's {package} package)", file=sys.stderr, flush=True)
 
 
-def ensure_chromium() -> None:
-    """The page tests drive Debian's Chromium (playwright never downloads a browser)."""
-    ensure_debian_package("chromium", CHROMIUM, "the page tests")
-
-
-def ensure_nginx() -> None:
-    """The production lane (verify --proxy) puts Debian's nginx in front of the sites. Only its
-    binary is used, run by the harness with its own configuration; a system nginx the package may
-    have started is neither needed nor touched."""
-    ensure_debian_package("nginx", NGINX, "verify --proxy")
-
-
 def main(argv: list[str]) -> int:
+    if argv[:1] in (["-h"], ["--help"], ["help"]):
+        print(__doc__)
+        return 0
     if not argv or argv[0] not in ("verify", "test", "harness"):
         print(__doc__, file=sys.stderr)
         return 2
     ensure_venv()
     command, rest = argv[0], argv[1:]
     if command == "verify" and "--proxy" in rest:
-        ensure_nginx()
-        ensure_chromium()
-        os.environ["SITEKIT_REQUIRE_BROWSER"] = "1"  # the lane proves the pages in Chromium too: never a skip
+        ensure_debian_tools(("nginx", "chromium"))
+        os.environ[REQUIRE_TOOLS] = "1"  # the lane proves the pages in Chromium too: never a skip
         args = ["-m", "harness", "verify", *rest]  # --sites: the harness's own default for the lane (3)
     elif command == "verify":
         chosen = {"--sites", "--site", "--answers"} & {a.split("=", 1)[0] for a in rest}  # the sites are given
         args = ["-m", "harness", "verify", *([] if chosen else ["--sites", "2"]), *rest]
     elif command == "test":
-        ensure_chromium()
-        os.environ["SITEKIT_REQUIRE_BROWSER"] = "1"  # in the test command a missing browser fails, not skips
+        ensure_debian_tools(tuple(DEBIAN_TOOLS))  # every test runs here: nothing skips for a missing tool
+        os.environ[REQUIRE_TOOLS] = "1"
         args = ["-m", "pytest", *([] if any(a.startswith("-n") for a in rest) else ["-n", "auto"]), *rest]
     else:
         args = ["-m", "harness", *rest]
     os.chdir(ROOT)
     os.execv(str(PYTHON), [str(PYTHON), *args])
     return 0  # not reached
-
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))

@@ -1,7 +1,7 @@
 """Real Chromium (Debian's /usr/bin/chromium) driven by playwright, for the page scenarios.
 
 No browser is ever downloaded: playwright starts the system binary. Without it the
-page scenarios skip — unless SITEKIT_REQUIRE_BROWSER is set (the kit's test command
+page scenarios skip — unless SITEKIT_REQUIRE_TOOLS is set (the kit's test command
 and CI set it), when a missing browser is a failure.
 """
 
@@ -35,7 +35,7 @@ def require_chromium() -> None:
     if CHROMIUM.exists():
         return
     message = f"{CHROMIUM} is not installed (apt-get install chromium)"
-    if os.environ.get("SITEKIT_REQUIRE_BROWSER"):
+    if os.environ.get("SITEKIT_REQUIRE_TOOLS"):
         pytest.fail(message)
     pytest.skip(message)
 
