@@ -4,8 +4,10 @@ migrations applied by `migrate`, existing data and results intact, new code runn
 from __future__ import annotations
 
 import hashlib
+import os
 import secrets
 import subprocess
+import sys
 import time
 import uuid
 from pathlib import Path
@@ -13,7 +15,6 @@ from pathlib import Path
 import httpx
 import pytest
 import yaml
-from copier import run_copy, run_update
 
 from harness import KIT_ROOT, processes, services
 from harness.render import site_answers
@@ -70,19 +71,49 @@ def wait_finished(client: httpx.Client, task_id: str, timeout: float = 60) -> di
     return task
 
 
+def documented_commands(readme: Path, heading: str, containing: str) -> list[str]:
+    """The shell lines of the first code block under ``heading`` in ``readme`` from the first line that
+    contains ``containing`` on, as a user would copy them (comments dropped)."""
+    text = readme.read_text()
+    section = text[text.index(heading):]
+    block = section.split("```sh\n", 1)[1].split("```", 1)[0]
+    lines = [line.split("  #", 1)[0].strip() for line in block.splitlines()]
+    lines = [line for line in lines if line]
+    first = next(i for i, line in enumerate(lines) if containing in line)
+    return lines[first:]
+
+
+def shell(line: str, cwd: Path) -> None:
+    """One documented line, run by bash in ``cwd`` with this kit's copier as ``.venv/bin/copier``."""
+    line = line.replace(".venv/bin/copier", str(Path(sys.executable).parent / "copier"))
+    done = subprocess.run(["bash", "-c", line], cwd=cwd, capture_output=True, text=True, check=False,
+                          env={**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
+                               "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"})
+    assert done.returncode == 0, f"{line}\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}"
+
+
 @pytest.mark.slow
 def test_a_site_from_an_older_commit_updates_in_place(tmp_path: Path) -> None:
     old = older_template_commit()
     run = services.provision(tmp_path / "services")
     port = processes.free_port()
     answers = site_answers(0, secrets.token_hex(3), port)
-    site_dir = tmp_path / "site"
+    # The kit as a user cloned it back then; the site made by README's command, answered by a data file.
+    kit = tmp_path / "kit"
+    _git(tmp_path, "clone", "-q", "--no-checkout", str(KIT_ROOT), str(kit))
+    _git(kit, "checkout", "-q", "-B", "main", old)
+    site_dir = tmp_path / "my-site"
+    (tmp_path / "answers.yml").write_text(yaml.safe_dump(answers))
+    copy, *commit = documented_commands(KIT_ROOT / "README.md", "## Making a site", "copier copy")
+    assert copy.endswith(" ../my-site"), copy
     running: RunningSite | None = None
     try:
-        run_copy(str(KIT_ROOT), str(site_dir), data=answers, defaults=True, unsafe=True, quiet=True, vcs_ref=old)
-        _git(site_dir, "init", "-q")
-        _git(site_dir, "add", "-A")
-        _git(site_dir, "commit", "-qm", "site as rendered")
+        shell(f"{copy} --defaults --data-file {tmp_path / 'answers.yml'}", kit)
+        for line in commit:
+            if "git" not in line:
+                break
+            shell(line.replace("cd ../my-site && ", ""), site_dir)
+        assert _git(site_dir, "status", "--porcelain") == ""
         assert not (site_dir / answers["slug"] / "migrations" / "0007_task_charges.sql").exists()
 
         database_url = services.create_site_resources(run, answers["database_name"], answers["bucket"])
@@ -113,13 +144,23 @@ def test_a_site_from_an_older_commit_updates_in_place(tmp_path: Path) -> None:
         running.stop()
 
         # The update: answers kept, new files in, nothing of the site's own lost.
+        # The kit pulled to today's commit (this checkout's HEAD), then the site README's update lines.
         old_answers = yaml.safe_load((site_dir / ".copier-answers.yml").read_text())
-        run_update(str(site_dir), defaults=True, overwrite=True, unsafe=True, quiet=True, vcs_ref="HEAD")
+        (site_dir / "OWNER.md").write_text("the owner's own file\n")  # work of the owner's, committed by the lines
+        _git(kit, "fetch", "-q", str(KIT_ROOT), "HEAD")
+        _git(kit, "checkout", "-q", "-B", "main", "FETCH_HEAD")
+        for line in documented_commands(KIT_ROOT / "template" / "README.md.jinja", "## Update it from the template",
+                                        "git add"):
+            if "pip install" in line:
+                break
+            shell(line, site_dir)
         new_answers = yaml.safe_load((site_dir / ".copier-answers.yml").read_text())
         assert {k: v for k, v in new_answers.items() if k in old_answers and not k.startswith("_")} == {
             k: v for k, v in old_answers.items() if not k.startswith("_")
         }
         assert new_answers["_commit"] != old_answers["_commit"]
+        assert (site_dir / "OWNER.md").read_text() == "the owner's own file\n"
+        assert "<<<<<<<" not in (site_dir / "site.toml").read_text()
         assert (site_dir / answers["slug"] / "migrations" / "0007_task_charges.sql").exists()
 
         processes.install_site(site_dir, tmp_path / "venv", tmp_path / "install.log")
