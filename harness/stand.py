@@ -12,7 +12,7 @@ from pathlib import Path
 
 import msgspec
 
-from . import fleet_plan, processes, proxy, rehearsal, services, state
+from . import fleet_plan, processes, progress, proxy, rehearsal, services, state
 from .fleet_plan import Planned
 from .render import render_site, site_answers
 from .state import SiteRecord, SitesFile
@@ -43,10 +43,12 @@ class StandError(RuntimeError):
     """Standing a site up failed; the message names the site and the step."""
 
 
-def _timed(timings: SiteTimings, field: str, step):
+def _timed(timings: SiteTimings, field: str, step, what: str):
+    """Run ``step``, add its time to ``field`` and show its start and end (``what``: site and step)."""
     started = time.monotonic()
     try:
-        return step()
+        with progress.step(what):
+            return step()
     finally:
         setattr(timings, field, round(getattr(timings, field) + time.monotonic() - started, 2))
 
@@ -66,18 +68,18 @@ def _prepare_site(state_dir: Path, services_: state.Services, index: int, run_id
     folder = state.site_folder(state_dir, slug)
     site_dir = folder / "site"
     if planned:
-        _timed(timings, "render_s", lambda: fleet_plan.place(planned, site_dir))
+        _timed(timings, "render_s", lambda: fleet_plan.place(planned, site_dir), f"{slug}: copy the site")
     else:
-        _timed(timings, "render_s", lambda: render_site(answers, site_dir))
+        _timed(timings, "render_s", lambda: render_site(answers, site_dir), f"{slug}: render")
     if behind:
         proxy.trust_the_proxy(site_dir / "site.toml", behind.source)
     database_url = services.create_site_resources(services_, answers["database_name"], answers["bucket"])
     s3_proxy = services.start_fault_proxy(services_.s3.url, folder)
     # Recorded at once (the caller saves it): `down` stops it even when this site fails to come up.
     services_.s3_proxies[slug] = s3_proxy
-    python = _timed(
-        timings, "install_s", lambda: processes.install_site(site_dir, folder / "venv", folder / "logs" / "install.log")
-    )
+    install_log = folder / "logs" / "install.log"
+    python = _timed(timings, "install_s", lambda: processes.install_site(site_dir, folder / "venv", install_log),
+                    f"{slug}: install")
     env = processes.process_env(
         {
             "DATABASE_URL": database_url,
@@ -92,12 +94,14 @@ def _prepare_site(state_dir: Path, services_: state.Services, index: int, run_id
     )
     state.save_site_env(state_dir, slug, env)
     migrated = _timed(
-        timings, "migrate_s", lambda: processes.run_site_command(python, slug, ["migrate"], env, str(site_dir))
+        timings, "migrate_s", lambda: processes.run_site_command(python, slug, ["migrate"], env, str(site_dir)),
+        f"{slug}: migrate"
     )
     if migrated.returncode != 0:
         raise StandError(f"{slug}: migrate failed: {migrated.stderr.strip()[-300:]}")
     if planned and planned.update:  # the old version runs and gets data, then is updated and migrated again
-        _timed(timings, "migrate_s", lambda: rehearsal.rehearse(state_dir, planned, python, env, site_dir))
+        _timed(timings, "migrate_s", lambda: rehearsal.rehearse(state_dir, planned, python, env, site_dir),
+               f"{slug}: upgrade rehearsal")
     upstream = f"http://127.0.0.1:{port}"
     https = answers["origin"].startswith("https://")
     record = SiteRecord(
@@ -202,7 +206,8 @@ def up(state_dir: Path, count: int, overrides: dict | None = None,
     public = proxy.public_addresses(count) if behind_proxy else [None] * count
     behind = (proxy.make_certificates(state_dir / "proxy", sorted({host for host, _ in public}))
               if behind_proxy else None)
-    provisioned = services.provision(state_dir)
+    with progress.step("services (the embedded ones started, external ones reached)"):
+        provisioned = services.provision(state_dir)
     sites = SitesFile(sites=[], services=provisioned, run_id=run_id, processes=counts or state.ProcessCounts(),
                       proxy=behind)
     state.save(state_dir, sites)  # from here on, `down` can clean up whatever follows
@@ -224,7 +229,8 @@ def up(state_dir: Path, count: int, overrides: dict | None = None,
     if failed := [o for o in outcomes if isinstance(o, BaseException)]:
         raise failed[0]
     for record, _, timings in prepared:
-        _timed(timings, "start_s", lambda record=record: start_roles(state_dir, record, counts=sites.processes))
+        _timed(timings, "start_s", lambda record=record: start_roles(state_dir, record, counts=sites.processes),
+               f"{record.slug}: start web and worker")
         state.save(state_dir, sites)
     if behind:
         start_proxy(state_dir, sites, public)

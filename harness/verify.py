@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from . import KIT_ROOT, books, rehearsal, report, stand, state
+from . import KIT_ROOT, books, progress, rehearsal, report, stand, state
 from .chaos import results as chaos_results
 from .chaos.run import campaign
 from .fleet_plan import Planned
@@ -68,11 +68,14 @@ def verify(state_dir: Path, count: int, *, keep: bool, workers: int | str, pytes
     try:
         sites = stand.up(state_dir, count, overrides, counts, behind_proxy=behind_proxy, fleet=fleet)
         services_mode, front = sites.services.mode, sites.proxy
-        tests_rc = run_site_tests(state_dir, workers, len(sites.sites), pytest_args,
-                                  ca_file=front.ca_file if front else None)
-        chaos = campaign(state_dir, [sites.sites[0].slug], CHAOS_SECONDS, CHAOS_SEED)
+        with progress.step(f"site tests on {len(sites.sites)} sites"):
+            tests_rc = run_site_tests(state_dir, workers, len(sites.sites), pytest_args,
+                                      ca_file=front.ca_file if front else None)
+        with progress.step(f"fault campaign ({CHAOS_SECONDS:.0f} s) on {sites.sites[0].slug}"):
+            chaos = campaign(state_dir, [sites.sites[0].slug], CHAOS_SECONDS, CHAOS_SEED)
         chaos_results.write(state_dir, chaos)
-        site_books = books.check_books(state_dir)
+        with progress.step("the books of every site"):
+            site_books = books.check_books(state_dir)
         if fleet and any(site.update for site in fleet):  # after the restart: the old data through the new code
             for record in sites.sites:
                 rehearsal.check(state_dir, record)
@@ -81,7 +84,8 @@ def verify(state_dir: Path, count: int, *, keep: bool, workers: int | str, pytes
         log.error("run failed: %s", failure)
     finally:
         if not keep and (state_dir / "sites.json").exists():
-            teardown = stand.down(state_dir)
+            with progress.step("down: stop every process, drop every database, bucket and key"):
+                teardown = stand.down(state_dir)
     results = report.read_junits([state_dir / junit for junit, _ in PHASES])
     ok = failure is None and tests_rc == 0 and results.failed == 0 and results.errors == 0 and not teardown
     if ok and results.passed == 0:

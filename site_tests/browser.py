@@ -121,6 +121,24 @@ class SitePage:
         width, inner = self.page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
         return width, inner
 
+    def broken_words(self) -> list[str]:
+        """The words of table cells laid out on more than one line ("Starte|d", "STORAGE_F|ULL")."""
+        return self.page.evaluate("""() => {
+            const broken = [];
+            for (const cell of document.querySelectorAll("table td, table th")) {
+                const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+                for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+                    for (const word of node.data.matchAll(/\\S+/g)) {
+                        const range = document.createRange();
+                        range.setStart(node, word.index);
+                        range.setEnd(node, word.index + word[0].length);
+                        if (range.getClientRects().length > 1) broken.push(word[0]);
+                    }
+                }
+            }
+            return broken;
+        }""")
+
     def check_layouts(self, pages: dict[str, tuple[str, str]], width: int) -> None:
         """Each page ``name: (path, a selector visible once it has loaded)`` at ``width`` px: no
         sideways scroll; a screenshot of each at 390 px."""
@@ -130,6 +148,7 @@ class SitePage:
             expect(self.page.locator(loaded)).to_be_visible()
             scroll, inner = self.overflow()
             assert scroll <= inner, f"{path} at {width} px: scrollWidth {scroll} > innerWidth {inner}"
+            assert self.broken_words() == [], f"{path} at {width} px: words broken inside a table cell"
             if width == 390:
                 self.screenshot(name)
 

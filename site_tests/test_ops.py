@@ -173,6 +173,7 @@ def test_the_console_pages_at_320_and_390_pixels(ops_tab: SitePage) -> None:
                 "ops-overview": ("/ops", "svg.chart"),
                 "ops-tasks": (f"/ops/tasks?email={account['email']}", f"a[href='/ops/tasks/{waiting['id']}']"),
                 "ops-task": (f"/ops/tasks/{waiting['id']}", "[data-ops-action=cancel]:not([disabled])"),
+                "ops-task-done": (f"/ops/tasks/{done['id']}", "table.grid td[data-label=Outcome]"),
             }
             for width in WIDTHS:
                 ops_tab.check_layouts(pages, width)

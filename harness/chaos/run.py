@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from uuid import UUID
 
-from harness import books, control, processes, stand, state
+from harness import books, control, processes, progress, stand, state
 from harness.report import now
 from harness.state import ProcessCounts, SiteRecord
 
@@ -124,13 +124,13 @@ async def _campaign(state_dir: Path, records: list[SiteRecord], kills: list[sche
             sites.append(Site(state_dir, record, opened))
             if failed := [a for a in accounts if isinstance(a, BaseException)]:
                 raise failed[0]
-        log.info("chaos: %.0f s of load on %s, %d kills planned", seconds,
-                 ", ".join(r.slug for r in records), len(kills))
-        await _load_phase(state_dir, sites, kills, seconds)
-        for site in sites:
-            await asyncio.to_thread(_revive, state_dir, site)
-        log.info("chaos: settling and checking")
-        await asyncio.gather(*(_settle_and_check(state_dir, site) for site in sites))
+        with progress.step(f"chaos: {seconds:.0f} s of load on {', '.join(r.slug for r in records)}, "
+                           f"{len(kills)} kills planned"):
+            await _load_phase(state_dir, sites, kills, seconds)
+            for site in sites:
+                await asyncio.to_thread(_revive, state_dir, site)
+        with progress.step("chaos: settling and checking"):
+            await asyncio.gather(*(_settle_and_check(state_dir, site) for site in sites))
     finally:
         for site in sites:
             for account in site.accounts:
