@@ -241,6 +241,18 @@ def test_retry_is_offered_only_when_eligible(signed_in: SitePage) -> None:
     expect(page.locator("#retry")).to_be_hidden()
 
 
+def test_a_file_just_over_the_limit_is_refused_in_sizes_that_differ(signed_in: SitePage) -> None:
+    page, site = signed_in.page, signed_in.site
+    largest = policy(site)["files"]["max_file_bytes"]
+    signed_in.goto("/files")
+    page.locator("#upload-file").set_input_files(
+        {"name": "big.bin", "mimeType": "application/octet-stream", "buffer": b"x" * (largest + 1)})
+    page.locator("#upload-button").click()
+    # one byte over: both sizes in bytes, since "1.0 MiB" against "1.0 MiB" reads as no difference
+    expect(page.locator("#upload-message")).to_have_text(
+        f"This file is {largest + 1:,} bytes; the largest this site takes is {largest:,} bytes.")
+
+
 def test_a_lost_submit_response_is_resent_with_the_same_key(signed_in: SitePage) -> None:
     page, site = signed_in.page, signed_in.site
     signed_in.upload(b"sent once", "once.txt")

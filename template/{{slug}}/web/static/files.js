@@ -3,7 +3,7 @@
 
 import { ApiError, api, request } from "/static/api.js";
 import { onRecheck, recheck, release } from "/static/connection.js";
-import { element, formatBytes, formatTime, showMore, tell } from "/static/view.js";
+import { element, formatBytes, formatBytesApart, formatTime, showMore, tell } from "/static/view.js";
 import { errorWords } from "/static/words.js";
 
 const main = document.getElementById("main");
@@ -74,7 +74,8 @@ form.addEventListener("submit", async (event) => {
     return;
   }
   if (file.size > maxFileBytes) {
-    tell(uploadMessage, `This file is ${formatBytes(file.size)}; the largest this site takes is ${formatBytes(maxFileBytes)}.`, true);
+    const [size, largest] = formatBytesApart(file.size, maxFileBytes);
+    tell(uploadMessage, `This file is ${size}; the largest this site takes is ${largest}.`, true);
     return;
   }
   uploadButton.disabled = true;

@@ -14,6 +14,14 @@ export function formatBytes(size) {
   return `${(size / (1024 * 1024)).toFixed(1)} MiB`;
 }
 
+// Two sizes that must read as different ("1.0 MiB" and "1.0 MiB" do not): exact bytes when rounding hides it.
+export function formatBytesApart(size, other) {
+  const [a, b] = [formatBytes(size), formatBytes(other)];
+  return a === b && size !== other
+    ? [`${size.toLocaleString("en")} bytes`, `${other.toLocaleString("en")} bytes`]
+    : [a, b];
+}
+
 export function formatTime(iso) {
   return iso ? new Date(iso).toLocaleString() : "";
 }
