@@ -58,6 +58,12 @@ class S3Record(ServiceRecord):
     region: str = "us-east-1"
 
 
+# How a service keeps one site from another: by privilege (each site's own credentials reach only its
+# own database, keys or vhost, and bucket), or "shared: <why>" where the service cannot enforce it.
+ISOLATED = "isolated by privilege"
+PRIVILEGED_SERVICES = ("database", "broker", "storage")
+
+
 class Services(msgspec.Struct):
     mode: str  # "embedded" or "external" (per service: see each record's pid)
     postgres: ServiceRecord
@@ -65,6 +71,8 @@ class Services(msgspec.Struct):
     s3: S3Record
     # Per site: the fault proxy the site reaches S3 through (site_tests break and heal it).
     s3_proxies: dict[str, ServiceRecord] = msgspec.field(default_factory=dict)
+    # service ("database", "broker", "storage") -> ISOLATED or "shared: <why>"
+    privilege: dict[str, str] = msgspec.field(default_factory=dict)
 
 
 class ProcessCounts(msgspec.Struct):
