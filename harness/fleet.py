@@ -147,14 +147,17 @@ def load_site(folder: str) -> Member:
     if not template_known(src, commit and str(commit)):
         raise FleetError(f"{folder}: rendered from an unknown template ({src or 'no _src_path'} @ "
                          f"{commit or 'no _commit'}); this kit's history does not hold it")
-    answers = {**validated(raw, folder), **site_toml_names(path, folder)}
+    answers = validated(raw, folder)
+    if edited := site_toml_names(path, folder):  # the site's own names, held to the same rules again
+        answers = validated({**answers, **edited}, f"{folder}/site.toml")
     return Member(label=folder, kind="site", path=str(path.resolve()), answers=answers,
                   template=str(src), commit=str(commit))
 
 
 def site_toml_names(folder: Path, label: str) -> dict:
     """The names the site really uses: its ``site.toml`` ``[site]`` table, which the site reads at
-    start-up and its owner may have edited since ``copier copy``."""
+    start-up and its owner may have edited since ``copier copy``. Not yet validated: they become paths,
+    database and bucket names, so ``load_site`` holds them to copier's rules before they are used."""
     path = folder / "site.toml"
     if not path.is_file():
         return {}

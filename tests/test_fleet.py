@@ -225,3 +225,39 @@ def test_an_update_with_conflicts_is_reported_and_fails() -> None:
     assert update_line(torn) == ("1f183a8 -> 6991eea: conflicts in site.toml.rej; "
                                  "the old upload does not download byte-exact (404)")
     assert update_line(None) == "not reached"
+
+
+# --- names read from a site's own site.toml are held to the answers' rules (#28) -------------
+
+EDITED_NAMES = [
+    ("slug", "../../../escaped-from-state", "slug must match ^[a-z][a-z0-9_]{1,30}$"),
+    ("database_name", 'shop" TEMPLATE "victim" --', "database_name must match ^[a-z_][a-z0-9_]{0,62}$"),
+    ("bucket", "../other-bucket", "bucket must be 3-63 characters"),
+    ("object_prefix", "../up", "object_prefix must match"),
+    ("task_queue", "q; x", "task_queue must match"),
+    ("port", 80, "port must be between 1024 and 65535"),
+]
+
+
+@pytest.mark.parametrize(("key", "value", "rule"), EDITED_NAMES, ids=[e[0] for e in EDITED_NAMES])
+def test_a_name_edited_into_site_toml_is_held_to_the_answers_rules(
+    tmp_path: Path, capsys: pytest.CaptureFixture, key: str, value: object, rule: str
+) -> None:
+    folder = Path(site_folder(tmp_path, "shop", answers_of("shop")))
+    quoted = f"{value}" if isinstance(value, int) else '"' + str(value).replace('"', '\\"') + '"'
+    (folder / "site.toml").write_text(f"[site]\n{key} = {quoted}\n", encoding="utf-8")
+    code, err, out = run_check(capsys, str(folder))
+    assert (code, out) == (2, "")
+    assert err == [f"{folder}/site.toml: Validation error for question '{key}': {err[0].split(': ', 2)[2]}"]
+    assert rule in err[0]
+
+
+def test_verify_refuses_a_site_toml_slug_that_leaves_the_state_folder(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    folder = Path(site_folder(tmp_path / "sites", "shop", answers_of("shop")))
+    (folder / "site.toml").write_text('[site]\nslug = "../../../escaped-from-state"\n', encoding="utf-8")
+    state = tmp_path / "a" / "b" / "run"
+    assert cli.main(["verify", "--site", str(folder), "--state", str(state)]) == 2
+    assert capsys.readouterr().err.startswith(f"{folder}/site.toml: Validation error for question 'slug'")
+    assert not state.exists() and not (tmp_path / "a" / "escaped-from-state").exists()
