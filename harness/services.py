@@ -27,6 +27,7 @@ from aiobotocore.session import get_session
 
 from . import KIT_ROOT, template_module
 from .background import start_logged
+from .identifiers import quote_ident
 from .state import S3Record, ServiceRecord, Services, SiteRecord
 
 log = logging.getLogger(__name__)
@@ -155,7 +156,7 @@ def s3_client(s3: S3Record):
 async def create_database(server_url: str, name: str) -> None:
     conn = await asyncpg.connect(server_url)
     try:
-        await conn.execute(f'CREATE DATABASE "{name}"')  # names come from validated answers
+        await conn.execute(f"CREATE DATABASE {quote_ident(name)}")
     finally:
         await conn.close()
 
@@ -163,7 +164,7 @@ async def create_database(server_url: str, name: str) -> None:
 async def drop_database(server_url: str, name: str) -> None:
     conn = await asyncpg.connect(server_url)
     try:
-        await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        await conn.execute(f"DROP DATABASE IF EXISTS {quote_ident(name)} WITH (FORCE)")
     finally:
         await conn.close()
 
