@@ -7,6 +7,7 @@ the CLI prints it and exits 2.
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import tempfile
@@ -147,14 +148,29 @@ def load_site(folder: str) -> Member:
     if not template_known(src, commit and str(commit)):
         raise FleetError(f"{folder}: rendered from an unknown template ({src or 'no _src_path'} @ "
                          f"{commit or 'no _commit'}); this kit's history does not hold it")
-    answers = {**validated(raw, folder), **site_toml_names(path, folder)}
+    refuse_link_loops(path, folder)
+    answers = validated(raw, folder)
+    if edited := site_toml_names(path, folder):  # the site's own names, held to the same rules again
+        answers = validated({**answers, **edited}, f"{folder}/site.toml")
     return Member(label=folder, kind="site", path=str(path.resolve()), answers=answers,
                   template=str(src), commit=str(commit))
 
 
+def refuse_link_loops(folder: Path, label: str) -> None:
+    """The run copies what a link points at (harness/fleet_plan.py): a link to a folder that holds the
+    link would make that copy endless, so it is refused here, before anything starts."""
+    for parent, names, files in os.walk(folder):  # links to folders are listed, not entered
+        for name in [*names, *files]:
+            link = Path(parent) / name
+            if link.is_symlink() and link.is_dir() and link.parent.resolve().is_relative_to(link.resolve()):
+                raise FleetError(f"{label}: the link {link.relative_to(folder)} points at a folder that holds it "
+                                 "(the run copies what links point at)")
+
+
 def site_toml_names(folder: Path, label: str) -> dict:
     """The names the site really uses: its ``site.toml`` ``[site]`` table, which the site reads at
-    start-up and its owner may have edited since ``copier copy``."""
+    start-up and its owner may have edited since ``copier copy``. Not yet validated: they become paths,
+    database and bucket names, so ``load_site`` holds them to copier's rules before they are used."""
     path = folder / "site.toml"
     if not path.is_file():
         return {}

@@ -1,7 +1,8 @@
 """Standing a fleet up: each site's own port (or, when it is busy and ``--free-ports`` says so,
 another), and its folder in the run — a copy of the user's site or a render of its answers.
 
-The user's folder is never run or written: the harness runs a copy. In that copy the per-client
+The user's folder is never run or written: the harness runs a copy, in which every link is a copy of
+its target (the run's edits stay in the run). In that copy the per-client
 throttles are raised as in every harness run (site_tests send far more than one person does) and
 the site is served on ``http://127.0.0.1:<port>`` (APP_ORIGIN); the report lists both.
 """
@@ -90,13 +91,24 @@ def served_origin(site: Planned) -> str:
 def place(site: Planned, site_dir: Path) -> None:
     """The run's own copy of the site in ``site_dir``, ready to install."""
     if site.kind == "site":
-        shutil.copytree(site.source, site_dir, ignore=NOT_COPIED, symlinks=True)
+        copy_site(site, site_dir)
     else:
         render_site(site.answers, site_dir)
     if not site.update:  # an update rehearsal raises them after `copier update`, not as an edit it must merge
         raise_throttles(site, site_dir / "site.toml")
     if served_origin(site) != site.answers["origin"]:
         site.overrides["origin"] = f"{site.answers['origin']} served as {served_origin(site)} (APP_ORIGIN)"
+
+
+def copy_site(site: Planned, site_dir: Path) -> None:
+    """The user's folder, links replaced by copies of what they point at: the run edits its copy
+    (site.toml above all), and a link kept would carry that edit into the user's own files — a
+    site.toml linked to a production config, say. A link to nothing is left out: nothing to copy."""
+    try:
+        shutil.copytree(site.source, site_dir, ignore=NOT_COPIED, symlinks=False, ignore_dangling_symlinks=True)
+    except shutil.Error as error:  # one (source, destination, reason) per file that could not be copied
+        source, _, why = error.args[0][0]
+        raise FleetError(f"{site.label}: cannot copy {source} into the run ({why})") from None
 
 
 def raise_throttles(site: Planned, site_toml: Path) -> None:

@@ -34,6 +34,11 @@ HOST_NETWORK = "127.0.1."  # site i's own host is 127.0.1.<i + 1>
 MIN_SITES = 3  # one site on a host of its own, and the pair that shares a host
 # The proxy must let through a body one byte over the site's limit: the site answers it (413, its envelope).
 BODY_MARGIN = 64 * 1024
+# nginx's own timer on a stalled body (between two reads) runs this much past the sites' longest
+# [files] receive_seconds: the site cuts a slow body and answers in its envelope; nginx closes only
+# what a site left hanging.
+RECEIVE_MARGIN = 30
+RECEIVE_SECONDS = 120  # a site's [files] receive_seconds when its site.toml leaves it out (settings.py)
 READY_TIMEOUT = 30.0
 
 
@@ -143,8 +148,9 @@ def server_block(route: ProxyRoute, source: str) -> str:
 """
 
 
-def nginx_config(record: ProxyRecord, folder: Path, max_body: int) -> str:
-    """The whole configuration: everything nginx writes stays in ``folder``; it listens on the routes only."""
+def nginx_config(record: ProxyRecord, folder: Path, max_body: int, receive_seconds: int = RECEIVE_SECONDS) -> str:
+    """The whole configuration: everything nginx writes stays in ``folder``; it listens on the routes only.
+    ``max_body``: the sites' largest ``max_file_bytes``; ``receive_seconds``: their longest."""
     temp = folder / "temp"
     body = max_body + BODY_MARGIN
     servers = "".join(server_block(route, record.source) for route in record.routes)
@@ -168,9 +174,14 @@ http {{
     ssl_certificate_key {record.key_file};
     ssl_protocols TLSv1.2 TLSv1.3;
     client_max_body_size {body};
-    # Bodies and responses stay in memory and stream through: nginx's worker (nobody, under root)
-    # never needs to write a temporary file under this run's folder.
-    client_body_buffer_size {body};
+    # Bodies stream through as they arrive, so the site's own limits apply to the client: its size and
+    # quota checks answer before the body is sent, its upload slots count the clients still sending and
+    # its receive_seconds cuts a stalled body. nginx holds one small buffer per request.
+    proxy_request_buffering off;
+    client_body_buffer_size 16k;
+    client_body_timeout {receive_seconds + RECEIVE_MARGIN}s;
+    # Responses stream through in memory too: nginx's worker (nobody, under root) never needs to
+    # write a temporary file under this run's folder.
     proxy_max_temp_file_size 0;
 {servers}}}
 """
@@ -181,12 +192,12 @@ def routes_for(records: list[SiteRecord], public: list[tuple[str, int]]) -> list
             for record, (host, port) in zip(records, public, strict=True)]
 
 
-def spawn(folder: Path, record: ProxyRecord, max_body: int) -> subprocess.Popen:
+def spawn(folder: Path, record: ProxyRecord, max_body: int, receive_seconds: int) -> subprocess.Popen:
     """Write the configuration, have nginx check it, and start nginx (its pid is the caller's to record)."""
     binary = nginx_binary()
     config = folder / "nginx.conf"
     (folder / "temp").mkdir(parents=True, exist_ok=True)
-    config.write_text(nginx_config(record, folder, max_body))
+    config.write_text(nginx_config(record, folder, max_body, receive_seconds))
     record.config, record.log = str(config), str(folder / "error.log")
     # -e: the error log before the configuration is read (else /var/log/nginx/error.log)
     argv = [binary, "-p", str(folder), "-c", str(config), "-e", record.log]

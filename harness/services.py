@@ -27,6 +27,7 @@ from aiobotocore.session import get_session
 
 from . import KIT_ROOT, template_module
 from .background import start_logged
+from .identifiers import quote_ident
 from .state import S3Record, ServiceRecord, Services, SiteRecord
 
 log = logging.getLogger(__name__)
@@ -152,12 +153,24 @@ def s3_client(s3: S3Record):
     )
 
 
-async def _create_site_resources(services: Services, database: str, bucket: str) -> None:
-    conn = await asyncpg.connect(services.postgres.url)
+async def create_database(server_url: str, name: str) -> None:
+    conn = await asyncpg.connect(server_url)
     try:
-        await conn.execute(f'CREATE DATABASE "{database}"')  # names come from validated answers
+        await conn.execute(f"CREATE DATABASE {quote_ident(name)}")
     finally:
         await conn.close()
+
+
+async def drop_database(server_url: str, name: str) -> None:
+    conn = await asyncpg.connect(server_url)
+    try:
+        await conn.execute(f"DROP DATABASE IF EXISTS {quote_ident(name)} WITH (FORCE)")
+    finally:
+        await conn.close()
+
+
+async def _create_site_resources(services: Services, database: str, bucket: str) -> None:
+    await create_database(services.postgres.url, database)
     async with s3_client(services.s3) as client:
         await client.create_bucket(Bucket=bucket)
 
@@ -166,14 +179,6 @@ def create_site_resources(services: Services, database: str, bucket: str) -> str
     """Create the site's database and bucket; return the site's DATABASE_URL."""
     asyncio.run(_create_site_resources(services, database, bucket))
     return with_database(services.postgres.url, database)
-
-
-async def _drop_database(services: Services, name: str) -> None:
-    conn = await asyncpg.connect(services.postgres.url)
-    try:
-        await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-    finally:
-        await conn.close()
 
 
 async def _drop_bucket(services: Services, bucket: str) -> None:
@@ -222,7 +227,7 @@ def drop_resources(services: Services, *, database: str, bucket: str, namespace:
     """
     problems: list[str] = []
     steps = [
-        (f"database {database}", lambda: asyncio.run(_drop_database(services, database))),
+        (f"database {database}", lambda: asyncio.run(drop_database(services.postgres.url, database))),
         (f"bucket {bucket}", lambda: asyncio.run(_drop_bucket(services, bucket))),
         (f"broker namespace {namespace}", lambda: _clear_broker(services, namespace, queues)),
     ]

@@ -242,9 +242,9 @@ def start_proxy(state_dir: Path, sites: SitesFile, public: list[tuple[str, int]]
     """nginx in front of the running sites; returns once every site answers through it."""
     behind = sites.proxy
     behind.routes = proxy.routes_for(sites.sites, public)
-    largest = max(tomllib.loads((Path(s.site_dir) / "site.toml").read_text())["files"]["max_file_bytes"]
-                  for s in sites.sites)
-    process = proxy.spawn(state_dir / "proxy", behind, largest)
+    files = [tomllib.loads((Path(s.site_dir) / "site.toml").read_text())["files"] for s in sites.sites]
+    process = proxy.spawn(state_dir / "proxy", behind, max(f["max_file_bytes"] for f in files),
+                          max(f.get("receive_seconds", proxy.RECEIVE_SECONDS) for f in files))
     behind.pid = process.pid
     state.save(state_dir, sites)  # the pid first: `down` stops it whatever happens next
     proxy.wait_ready(behind, process)

@@ -13,6 +13,7 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from harness.identifiers import quote_ident
 from harness.state import SiteRecord
 
 from . import db
@@ -22,37 +23,38 @@ class Fault:
     def __init__(self, site: SiteRecord, name: str) -> None:
         self.site = site
         self.name = name
+        self.trigger, self.counter = quote_ident(name), quote_ident(f"{name}_hits")
 
     def hits(self) -> int:
-        return db.fetchval(self.site, f"SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM {self.name}_hits")
+        return db.fetchval(self.site, f"SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM {self.counter}")
 
     def remove(self) -> None:
         db.execute(
             self.site,
-            f"DROP TRIGGER IF EXISTS {self.name} ON task; DROP FUNCTION IF EXISTS {self.name}(); "
-            f"DROP SEQUENCE IF EXISTS {self.name}_hits;",
+            f"DROP TRIGGER IF EXISTS {self.trigger} ON task; DROP FUNCTION IF EXISTS {self.trigger}(); "
+            f"DROP SEQUENCE IF EXISTS {self.counter};",
         )
 
 
 @contextmanager
 def _task_trigger(site: SiteRecord, account_id: str, when: str, message: str) -> Iterator[Fault]:
     owner = uuid.UUID(account_id)  # validated before it goes into DDL
-    name = f"fault_{secrets.token_hex(5)}"
+    fault = Fault(site, f"fault_{secrets.token_hex(5)}")
+    # The function counts in the sequence named after the trigger that fired it (TG_NAME).
     db.execute(
         site,
         f"""
-        CREATE SEQUENCE {name}_hits;
-        CREATE FUNCTION {name}() RETURNS trigger LANGUAGE plpgsql AS $$
+        CREATE SEQUENCE {fault.counter};
+        CREATE FUNCTION {fault.trigger}() RETURNS trigger LANGUAGE plpgsql AS $$
         BEGIN
-            PERFORM nextval('{name}_hits');
+            PERFORM nextval(quote_ident(TG_NAME || '_hits'));
             RAISE EXCEPTION '{message}';
         END $$;
-        CREATE TRIGGER {name} BEFORE UPDATE ON task FOR EACH ROW
+        CREATE TRIGGER {fault.trigger} BEFORE UPDATE ON task FOR EACH ROW
         WHEN ({when} AND NEW.owner_id = '{owner}')
-        EXECUTE FUNCTION {name}();
+        EXECUTE FUNCTION {fault.trigger}();
         """,
     )
-    fault = Fault(site, name)
     try:
         yield fault
     finally:

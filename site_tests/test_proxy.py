@@ -13,14 +13,17 @@ it the harness fails the run unless every one of them passed.
 
 from __future__ import annotations
 
+import json
 import secrets
+import socket
+import time
 from collections.abc import Callable
 from urllib.parse import urlsplit
 
 import httpx
 import pytest
 
-from harness.proxy import tls_verify
+from harness.proxy import RECEIVE_MARGIN, tls_verify
 from harness.state import SiteRecord, SitesFile
 
 from . import db
@@ -150,3 +153,77 @@ def test_sites_have_hosts_of_their_own_and_two_share_one(run: SitesFile) -> None
     assert len(per_host) == len(run.sites) - 1  # every other site on a host of its own
     # the sites listen where only the proxy (and the scenarios above, on purpose) reach them
     assert all(urlsplit(site.upstream_url).hostname == "127.0.0.1" for site in run.sites)
+
+
+# --- bodies stream through the proxy: the site's upload limits apply to the client ---------------
+
+
+def start_upload(site: SiteRecord, address: str, length: int, first: bytes = b"") -> socket.socket:
+    """A raw upload over TLS through the proxy announcing ``length`` bytes whose sender stops after
+    ``first``, from loopback ``address`` on a new account of its own."""
+    with client_from(site, address) as client:
+        register(client, site)
+        cookie = "; ".join(f"{name}={value}" for name, value in client.cookies.items())
+    public = urlsplit(site.base_url)
+    raw = socket.create_connection((public.hostname, public.port), timeout=30, source_address=(address, 0))
+    conn = tls_verify(site).wrap_socket(raw, server_hostname=public.hostname)
+    conn.sendall((f"POST /api/files?name=slow.txt HTTP/1.1\r\nHost: {public.netloc}\r\nOrigin: {site.origin}\r\n"
+                  f"Cookie: {cookie}\r\nContent-Type: text/plain\r\nContent-Length: {length}\r\n\r\n").encode()
+                 + first)
+    return conn
+
+
+def answer_of(conn: socket.socket, deadline: float) -> tuple[int | None, dict | None]:
+    """The status and JSON body that come back by ``deadline`` (time.monotonic()); (None, None) when the
+    connection closes or the deadline passes without a whole answer."""
+    received = b""
+    while True:
+        head, _, body = received.partition(b"\r\n\r\n")
+        if _:
+            fields = dict(line.split(": ", 1) for line in head.decode().lower().split("\r\n")[1:])
+            if len(body) >= int(fields.get("content-length", 0)):
+                status = int(head.split()[1])
+                return status, json.loads(body) if body else None
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return None, None
+        conn.settimeout(left)
+        try:
+            chunk = conn.recv(65536)
+        except (TimeoutError, OSError):
+            return None, None
+        if not chunk:
+            return None, None
+        received += chunk
+
+
+def test_an_oversized_upload_is_refused_by_the_site_before_its_body_is_sent(site: SiteRecord) -> None:
+    """The site refuses from the announced length alone; a proxy that collects the body first would
+    keep the client sending (or waiting) and never let the site's check apply."""
+    limit = policy(site)["files"]["max_file_bytes"]
+    conn = start_upload(site, "127.0.2.9", limit + 1)  # within nginx's limit, one byte over the site's
+    try:
+        status, body = answer_of(conn, time.monotonic() + 20)
+    finally:
+        conn.close()
+    assert (status, body and body["error"]["code"]) == (413, "FILE_TOO_LARGE"), body
+
+
+def test_a_stalled_upload_through_the_proxy_is_cut_by_the_site(run: SitesFile) -> None:
+    """Every site at once (each waits its receive_seconds): a body that stops arriving is answered by
+    the site, 408 UPLOAD_TIMEOUT in its envelope, after its [files] receive_seconds — before the proxy's
+    own timer (RECEIVE_MARGIN later) would close the connection without an answer."""
+    stalled = []
+    for site in run.sites:
+        limit = policy(site)["files"]["max_file_bytes"]
+        stalled.append((site, time.monotonic(), start_upload(site, "127.0.2.10", limit, b"x" * 10)))
+    try:
+        for site, started, conn in stalled:
+            receive = policy(site)["files"]["receive_seconds"]
+            status, body = answer_of(conn, started + receive + RECEIVE_MARGIN / 2)
+            waited = time.monotonic() - started
+            assert (status, body and body["error"]["code"]) == (408, "UPLOAD_TIMEOUT"), (site.slug, waited, body)
+            assert waited >= receive - 1, (site.slug, waited)  # the site's deadline, not an earlier cut
+    finally:
+        for _, _, conn in stalled:
+            conn.close()

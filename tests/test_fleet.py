@@ -225,3 +225,73 @@ def test_an_update_with_conflicts_is_reported_and_fails() -> None:
     assert update_line(torn) == ("1f183a8 -> 6991eea: conflicts in site.toml.rej; "
                                  "the old upload does not download byte-exact (404)")
     assert update_line(None) == "not reached"
+
+
+# --- names read from a site's own site.toml are held to the answers' rules (#28) -------------
+
+EDITED_NAMES = [
+    ("slug", "../../../escaped-from-state", "slug must match ^[a-z][a-z0-9_]{1,30}$"),
+    ("database_name", 'shop" TEMPLATE "victim" --', "database_name must match ^[a-z_][a-z0-9_]{0,62}$"),
+    ("bucket", "../other-bucket", "bucket must be 3-63 characters"),
+    ("object_prefix", "../up", "object_prefix must match"),
+    ("task_queue", "q; x", "task_queue must match"),
+    ("port", 80, "port must be between 1024 and 65535"),
+]
+
+
+@pytest.mark.parametrize(("key", "value", "rule"), EDITED_NAMES, ids=[e[0] for e in EDITED_NAMES])
+def test_a_name_edited_into_site_toml_is_held_to_the_answers_rules(
+    tmp_path: Path, capsys: pytest.CaptureFixture, key: str, value: object, rule: str
+) -> None:
+    folder = Path(site_folder(tmp_path, "shop", answers_of("shop")))
+    quoted = f"{value}" if isinstance(value, int) else '"' + str(value).replace('"', '\\"') + '"'
+    (folder / "site.toml").write_text(f"[site]\n{key} = {quoted}\n", encoding="utf-8")
+    code, err, out = run_check(capsys, str(folder))
+    assert (code, out) == (2, "")
+    assert err == [f"{folder}/site.toml: Validation error for question '{key}': {err[0].split(': ', 2)[2]}"]
+    assert rule in err[0]
+
+
+def test_verify_refuses_a_site_toml_slug_that_leaves_the_state_folder(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    folder = Path(site_folder(tmp_path / "sites", "shop", answers_of("shop")))
+    (folder / "site.toml").write_text('[site]\nslug = "../../../escaped-from-state"\n', encoding="utf-8")
+    state = tmp_path / "a" / "b" / "run"
+    assert cli.main(["verify", "--site", str(folder), "--state", str(state)]) == 2
+    assert capsys.readouterr().err.startswith(f"{folder}/site.toml: Validation error for question 'slug'")
+    assert not state.exists() and not (tmp_path / "a" / "escaped-from-state").exists()
+
+
+def test_the_run_never_writes_through_a_link_in_the_users_folder(tmp_path: Path) -> None:
+    """A site.toml linked to a production config, and a folder linked from elsewhere: the run's copy holds
+    their contents as files of its own, so raising its throttles leaves the link targets as they were."""
+    from harness import fleet_plan
+
+    site = render(tmp_path, slug="linked", writes_per_minute=30)
+    production = tmp_path / "production"
+    production.mkdir()
+    (site / "site.toml").rename(production / "site.toml")
+    (site / "site.toml").symlink_to(production / "site.toml")
+    (production / "assets").mkdir()
+    (production / "assets" / "logo.txt").write_text("logo\n")
+    (site / "assets").symlink_to(production / "assets")
+    planned, = fleet_plan.plan([fleet.load_site(str(site))], free_ports=True)
+    copy = tmp_path / "run" / "site"
+    fleet_plan.place(planned, copy)
+    assert "writes_per_minute = 30" in (production / "site.toml").read_text()  # the production file is untouched
+    assert not (copy / "site.toml").is_symlink() and "writes_per_minute = 2000" in (copy / "site.toml").read_text()
+    assert not (copy / "assets").is_symlink() and (copy / "assets" / "logo.txt").read_text() == "logo\n"
+    (copy / "assets" / "logo.txt").write_text("changed by the run\n")
+    assert (production / "assets" / "logo.txt").read_text() == "logo\n"
+
+
+def test_a_link_to_a_folder_that_holds_it_is_refused_before_anything_starts(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    folder = Path(site_folder(tmp_path, "shop", answers_of("shop")))
+    (folder / "docs").mkdir()
+    (folder / "docs" / "up").symlink_to("..")
+    code, err, _ = run_check(capsys, str(folder))
+    assert (code, err) == (2, [f"{folder}: the link docs/up points at a folder that holds it "
+                                "(the run copies what links point at)"])

@@ -125,3 +125,26 @@ def test_the_report_records_the_lane_and_its_scenarios(tmp_path: Path) -> None:
     lines = "\n".join(report.proxy_lines(lane))
     assert "lane: proxy (nginx" in lines and "charlie   https://127.0.1.2:9443 -> http://127.0.0.1:8003" in lines
     assert "1 passed, 0 failed, 1 skipped" in lines
+
+
+def _directives(text: str) -> dict[str, str]:
+    """The http block's own directives (name: value), comments left out."""
+    http = text.split("http {", 1)[1].split("server {", 1)[0]
+    lines = (line.split("#", 1)[0].strip().rstrip(";") for line in http.splitlines())
+    return dict(line.split(None, 1) for line in lines if line)
+
+
+def test_nginx_streams_bodies_to_the_site_with_bounded_buffers_and_the_sites_deadline_first(tmp_path: Path) -> None:
+    """A buffered body never reaches the site until it is whole: its quota pre-check, upload slots and
+    receive_seconds would not apply to the client, and nginx would hold up to client_body_buffer_size in
+    memory per connection. Streamed, nginx holds one small buffer, and its own timer on a stalled body
+    stays behind the site's deadline, so the site answers (408 in its envelope), not nginx."""
+    text = proxy.nginx_config(_record(tmp_path), tmp_path / "proxy", max_body=64 * 1024 * 1024)
+    http = _directives(text)
+    assert http["proxy_request_buffering"] == "off"
+    buffer = http["client_body_buffer_size"]
+    assert buffer.endswith("k") and int(buffer[:-1]) <= 64, buffer  # not the largest body
+    assert int(http["client_body_timeout"].removesuffix("s")) > 120  # the site's default receive_seconds
+    assert http["proxy_max_temp_file_size"] == "0"
+    slow = _directives(proxy.nginx_config(_record(tmp_path), tmp_path / "proxy", max_body=1024, receive_seconds=900))
+    assert int(slow["client_body_timeout"].removesuffix("s")) > 900

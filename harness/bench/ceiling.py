@@ -19,6 +19,7 @@ from urllib.parse import unquote, urlsplit
 
 import asyncpg
 
+from harness.identifiers import quote_ident
 from harness.services import with_database
 
 from .measure import BenchError
@@ -73,7 +74,7 @@ async def _database(server_url: str, statement: str) -> None:
 
 def pgbench(server_url: str, run_id: str, *, clients: tuple[int, ...], seconds: int) -> list[Pgbench]:
     name = f"bench_{run_id}_pgbench"
-    asyncio.run(_database(server_url, f'CREATE DATABASE "{name}"'))
+    asyncio.run(_database(server_url, f"CREATE DATABASE {quote_ident(name)}"))
     try:
         url = with_database(server_url, name)
         _pgbench(url, "-i", "-q", "-s", str(SCALE))
@@ -84,4 +85,4 @@ def pgbench(server_url: str, run_id: str, *, clients: tuple[int, ...], seconds: 
             measured.append(Pgbench(clients=count, seconds=seconds, tps=round(parse_tps(output), 1)))
         return measured
     finally:
-        asyncio.run(_database(server_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        asyncio.run(_database(server_url, f"DROP DATABASE IF EXISTS {quote_ident(name)} WITH (FORCE)"))

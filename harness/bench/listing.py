@@ -15,6 +15,7 @@ from uuid import UUID
 
 import asyncpg
 
+from harness.identifiers import quote_ident
 from harness.state import SiteRecord
 
 from .accounts import Account
@@ -47,9 +48,9 @@ async def seed(conn: asyncpg.Connection, owner: UUID, total: int) -> None:
     columns = [r["column_name"] for r in await conn.fetch(
         "SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() "
         "AND table_name = 'task' ORDER BY ordinal_position")]
-    values = ", ".join(FRESH.get(c, f"t.{c}") for c in columns)
+    values = ", ".join(FRESH.get(c, f"t.{quote_ident(c)}") for c in columns)
     await conn.execute(
-        f"INSERT INTO task ({', '.join(columns)}) SELECT {values} "  # names from the catalog, not from input
+        f"INSERT INTO task ({', '.join(map(quote_ident, columns))}) SELECT {values} "
         "FROM task t, generate_series(1, $2) AS n WHERE t.id = $1", template, max(total - have, 0))
     await conn.execute("ANALYZE task")  # as autovacuum would have long since, for a table this size
 

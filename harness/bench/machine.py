@@ -60,7 +60,7 @@ async def _postgres(url: str) -> tuple[str, dict[str, str]]:
     conn = await asyncpg.connect(url)
     try:
         version = await conn.fetchval("SHOW server_version")
-        settings = {name: await conn.fetchval(f"SHOW {name}") for name in POSTGRES_SETTINGS}
+        settings = {name: await conn.fetchval("SELECT current_setting($1)", name) for name in POSTGRES_SETTINGS}
     finally:
         await conn.close()
     return version, settings
