@@ -68,7 +68,8 @@ def verify_run(state_dir: Path, args: argparse.Namespace, fleet: list | None = N
     from .verify import verify
 
     return verify(state_dir, args.sites, keep=args.keep, workers=args.pytest_workers, pytest_args=args.pytest_args,
-                  counts=process_counts(args), behind_proxy=args.proxy, fleet=fleet)
+                  counts=process_counts(args), behind_proxy=args.proxy, fleet=fleet,
+                  require_privilege=getattr(args, "require_privilege", False))
 
 
 def cmd_fleet_check(args: argparse.Namespace) -> int:
@@ -223,6 +224,9 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument("--update", action="store_true",
                         help="upgrade rehearsal: run each --site's old version and give it data, "
                              "`copier update` a copy to this checkout, migrate, verify, and check the old data")
+    verify.add_argument("--require-privilege", action="store_true",
+                        help="fail the run unless every service isolates the sites by privilege "
+                             "(each site's own credentials reach only its own database, broker keys and bucket)")
     verify.add_argument("pytest_args", nargs="*", help="extra pytest arguments after --, e.g. -- -k cookies")
     verify.set_defaults(handler=cmd_verify)
 

@@ -16,7 +16,7 @@ from .fleet_plan import Planned
 from .rehearsal import Outcome
 from .render import Provenance
 from .stand import RunInfo, SiteTimings
-from .state import ProxyRecord, ProxyRoute
+from .state import PRIVILEGED_SERVICES, ProxyRecord, ProxyRoute
 
 
 class Case(msgspec.Struct):
@@ -84,6 +84,8 @@ class Report(msgspec.Struct):
     chaos: ChaosReport | None = None
     lane: str = "plain"  # or "proxy": every site behind a reverse proxy over https
     proxy: ProxyLane | None = None
+    # service ("database", "broker", "storage") -> "isolated by privilege" or "shared: <why>"
+    privilege: dict[str, str] = msgspec.field(default_factory=dict)
 
 
 def now() -> str:
@@ -167,7 +169,8 @@ def proxy_lane(record: ProxyRecord | None, tests: TestResults) -> ProxyLane:
 def build(*, ok: bool, started_at: str, provenance: Provenance, services_mode: str, info: RunInfo | None,
           tests: TestResults, teardown: list[str], failure: str | None,
           books: dict[str, SiteBooks] | None = None, chaos: ChaosReport | None = None,
-          proxy: ProxyLane | None = None, updates: dict[str, Outcome | None] | None = None) -> Report:
+          proxy: ProxyLane | None = None, updates: dict[str, Outcome | None] | None = None,
+          privilege: dict[str, str] | None = None) -> Report:
     sites = [
         SiteReport(slug=slug, answers=answers, timings=info.timings.get(slug, SiteTimings()),
                    tests=per_site(tests, slug), books=(books or {}).get(slug), fleet=info.fleet.get(slug),
@@ -188,7 +191,15 @@ def build(*, ok: bool, started_at: str, provenance: Provenance, services_mode: s
         chaos=chaos,
         lane="proxy" if proxy else "plain",
         proxy=proxy,
+        privilege=privilege or {},
     )
+
+
+def privilege_lines(privilege: dict[str, str]) -> list[str]:
+    """One line per service: how it keeps one site from another."""
+    if not privilege:
+        return ["  privilege: not reached"]
+    return [f"  {service + ':':<9} {privilege.get(service, 'not provisioned')}" for service in PRIVILEGED_SERVICES]
 
 
 def summary(report: Report) -> str:
@@ -198,6 +209,7 @@ def summary(report: Report) -> str:
         f"sitekit harness run {report.run_id}: {'PASS' if report.ok else 'FAIL'}",
         f"  template {commit} (copier {p.copier_version}), services: {report.services}",
         f"  {report.started_at} -> {report.finished_at}",
+        *privilege_lines(report.privilege),
         *proxy_lines(report.proxy),
         *fleet_lines(report.sites),
         "",

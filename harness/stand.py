@@ -9,10 +9,11 @@ import time
 import tomllib
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import msgspec
 
-from . import fleet_plan, processes, progress, proxy, rehearsal, services, state
+from . import fleet_plan, privilege, processes, progress, proxy, rehearsal, services, state
 from .fleet_plan import Planned
 from .render import render_site, site_answers
 from .state import SiteRecord, SitesFile
@@ -73,7 +74,11 @@ def _prepare_site(state_dir: Path, services_: state.Services, index: int, run_id
         _timed(timings, "render_s", lambda: render_site(answers, site_dir), f"{slug}: render")
     if behind:
         proxy.trust_the_proxy(site_dir / "site.toml", behind.source)
-    database_url = services.create_site_resources(services_, answers["database_name"], answers["bucket"])
+    grant = _timed(timings, "migrate_s",
+                   lambda: privilege.grant_site(services_, database=answers["database_name"],
+                                                namespace=answers["broker_namespace"], bucket=answers["bucket"]),
+                   f"{slug}: its own database role, broker user and S3 identity")
+    privilege.record_verdicts(services_, grant.verdicts)
     s3_proxy = services.start_fault_proxy(services_.s3.url, folder)
     # Recorded at once (the caller saves it): `down` stops it even when this site fails to come up.
     services_.s3_proxies[slug] = s3_proxy
@@ -82,11 +87,12 @@ def _prepare_site(state_dir: Path, services_: state.Services, index: int, run_id
                     f"{slug}: install")
     env = processes.process_env(
         {
-            "DATABASE_URL": database_url,
-            "BROKER_URL": services_.broker.url,
+            # the site's own credentials, never the harness's: see harness/privilege.py
+            "DATABASE_URL": grant.database_url,
+            "BROKER_URL": grant.broker_url,
             "S3_ENDPOINT_URL": s3_proxy.url,
-            "S3_ACCESS_KEY_ID": services_.s3.access_key_id,
-            "S3_SECRET_ACCESS_KEY": services_.s3.secret_access_key,
+            "S3_ACCESS_KEY_ID": grant.s3_access_key_id,
+            "S3_SECRET_ACCESS_KEY": grant.s3_secret_access_key,
             "S3_REGION": services_.s3.region,
             "SECRET_KEY": secrets.token_urlsafe(48),
             "APP_ORIGIN": answers["origin"],
@@ -112,8 +118,9 @@ def _prepare_site(state_dir: Path, services_: state.Services, index: int, run_id
         origin=answers["origin"],
         # on an https origin the site names its cookie __Host-… (Secure, Path=/, no Domain)
         cookie_name=f"{'__Host-' if https else ''}{answers['auth_namespace']}_session",
-        database_url=database_url,
-        broker_url=services_.broker.url,
+        # the harness's own view of the site's database and broker space (administrator's credentials)
+        database_url=services.with_database(services_.postgres.url, answers["database_name"]),
+        broker_url=grant.admin_broker_url,
         broker_namespace=answers["broker_namespace"],
         task_queue=answers["task_queue"],
         dead_queue=answers["dead_queue"],
@@ -269,6 +276,9 @@ def down(state_dir: Path) -> list[str]:
         stop_roles(record, tuple(r for r in ("web", "worker") if getattr(record.pids, r)))
     for record in sites.sites:
         problems += [f"{record.slug}: {p}" for p in services.drop_site_resources(sites.services, record)]
+        problems += [f"{record.slug}: {p}" for p in privilege.revoke_site(
+            sites.services, database=urlsplit(record.database_url).path.lstrip("/"),
+            namespace=record.broker_namespace)]
     services.stop_services(sites.services)
     for record in (sites.services.postgres, sites.services.broker, sites.services.s3):
         if record.pid is not None and record.data_dir:

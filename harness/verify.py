@@ -54,7 +54,8 @@ def run_site_tests(state_dir: Path, workers: int | str, sites: int, extra: list[
 
 def verify(state_dir: Path, count: int, *, keep: bool, workers: int | str, pytest_args: list[str] | None = None,
            overrides: dict | None = None, counts: state.ProcessCounts | None = None,
-           behind_proxy: bool = False, fleet: list[Planned] | None = None) -> tuple[bool, str]:
+           behind_proxy: bool = False, fleet: list[Planned] | None = None,
+           require_privilege: bool = False) -> tuple[bool, str]:
     state_dir = Path(state_dir).resolve()
     started_at = report.now()
     origin = provenance()
@@ -65,9 +66,10 @@ def verify(state_dir: Path, count: int, *, keep: bool, workers: int | str, pytes
     site_books: dict[str, books.SiteBooks] = {}
     chaos: chaos_results.ChaosReport | None = None
     front: state.ProxyRecord | None = None
+    privilege: dict[str, str] = {}
     try:
         sites = stand.up(state_dir, count, overrides, counts, behind_proxy=behind_proxy, fleet=fleet)
-        services_mode, front = sites.services.mode, sites.proxy
+        services_mode, front, privilege = sites.services.mode, sites.proxy, sites.services.privilege
         with progress.step(f"site tests on {len(sites.sites)} sites"):
             tests_rc = run_site_tests(state_dir, workers, len(sites.sites), pytest_args,
                                       ca_file=front.ca_file if front else None)
@@ -95,6 +97,10 @@ def verify(state_dir: Path, count: int, *, keep: bool, workers: int | str, pytes
     updates = {site.slug: rehearsal.load(state_dir, site.slug) for site in fleet or [] if site.update}
     if updates and not all(outcome is not None and outcome.ok for outcome in updates.values()):
         ok, failure = False, failure or "an upgrade rehearsal did not carry every site over cleanly"
+    shared = {service: verdict for service, verdict in privilege.items() if verdict != state.ISOLATED}
+    if require_privilege and (shared or not privilege):
+        ok, failure = False, failure or "--require-privilege: " + (
+            "; ".join(f"{service} {verdict}" for service, verdict in shared.items()) or "no site was provisioned")
     lane = report.proxy_lane(front, results) if behind_proxy else None
     # The proxy-only scenarios skip outside this lane; here every one of them must run and pass
     # (unless extra pytest arguments chose other scenarios).
@@ -102,5 +108,5 @@ def verify(state_dir: Path, count: int, *, keep: bool, workers: int | str, pytes
         ok, failure = False, failure or "the proxy scenarios (site_tests/test_proxy.py) did not all pass"
     built = report.build(ok=ok, started_at=started_at, provenance=origin, services_mode=services_mode,
                          info=stand.load_run_info(state_dir), tests=results, teardown=teardown, failure=failure,
-                         books=site_books, chaos=chaos, proxy=lane, updates=updates)
+                         books=site_books, chaos=chaos, proxy=lane, updates=updates, privilege=privilege)
     return ok, report.write(state_dir, built)

@@ -43,11 +43,11 @@ def _redis_queues_holding(run: SitesFile, task_id: str) -> set[str]:
 def _rabbitmq_queues_holding(run: SitesFile, task_id: str) -> set[str]:
     import pika
 
-    connection = pika.BlockingConnection(pika.URLParameters(run.services.broker.url))
     found: set[str] = set()
-    try:
-        channel = connection.channel()
-        for site in run.sites:
+    for site in run.sites:  # each site's queues, in its own vhost (site.broker_url) where it has one
+        connection = pika.BlockingConnection(pika.URLParameters(site.broker_url))
+        try:
+            channel = connection.channel()
             for queue in (site.task_queue, f"{site.task_queue}.DQ", site.dead_queue):
                 try:
                     channel.queue_declare(queue=queue, passive=True)
@@ -60,6 +60,6 @@ def _rabbitmq_queues_holding(run: SitesFile, task_id: str) -> set[str]:
                 # closing the channel requeues everything we looked at, unacknowledged
                 channel.close()
                 channel = connection.channel()
-    finally:
-        connection.close()
+        finally:
+            connection.close()
     return found

@@ -40,12 +40,14 @@ class Fault:
 def _task_trigger(site: SiteRecord, account_id: str, when: str, message: str) -> Iterator[Fault]:
     owner = uuid.UUID(account_id)  # validated before it goes into DDL
     fault = Fault(site, f"fault_{secrets.token_hex(5)}")
-    # The function counts in the sequence named after the trigger that fired it (TG_NAME).
+    # The function counts in the sequence named after the trigger that fired it (TG_NAME). Both are the
+    # harness's (the administrator's), fired by the site's own role: the function runs as its definer.
     db.execute(
         site,
         f"""
         CREATE SEQUENCE {fault.counter};
-        CREATE FUNCTION {fault.trigger}() RETURNS trigger LANGUAGE plpgsql AS $$
+        CREATE FUNCTION {fault.trigger}() RETURNS trigger LANGUAGE plpgsql
+        SECURITY DEFINER SET search_path = public AS $$
         BEGIN
             PERFORM nextval(quote_ident(TG_NAME || '_hits'));
             RAISE EXCEPTION '{message}';

@@ -50,8 +50,9 @@ def database_of(site: SiteRecord) -> str:
     return urlsplit(site.database_url).path.lstrip("/")
 
 
-def role_of(site: SiteRecord) -> str:
-    return urlsplit(site.database_url).username or ""
+def role_of(state_dir: Path, site: SiteRecord) -> str:
+    """The role the site's processes sign in as (site.database_url is the harness's own view)."""
+    return urlsplit(environment_of(state_dir, site)["DATABASE_URL"]).username or ""
 
 
 async def _refused(url: str) -> type[BaseException] | None:
@@ -81,10 +82,11 @@ def test_a_site_cannot_sign_in_as_another_sites_role(run: SitesFile, state_dir: 
     require_isolated(run, "database")
     a, b = pair
     mine = urlsplit(environment_of(state_dir, a)["DATABASE_URL"])
-    assert role_of(a) != role_of(b)
+    theirs = role_of(state_dir, b)
+    assert theirs not in (mine.username, "", "postgres")
     for password in (mine.password or "", "", "postgres"):  # its own password, none, a guess
-        url = with_user(with_path(mine.geturl(), database_of(b)), role_of(b), password)
-        assert asyncio.run(_refused(url)) is not None, f"signed in as {role_of(b)}"
+        url = with_user(with_path(mine.geturl(), database_of(b)), theirs, password)
+        assert asyncio.run(_refused(url)) is not None, f"signed in as {theirs}"
     # nor as the server's administrator
     admin = urlsplit(run.services.postgres.url).username or "postgres"
     assert asyncio.run(_refused(with_user(mine.geturl(), admin, mine.password or ""))) is not None
@@ -194,14 +196,15 @@ def test_a_site_cannot_reach_another_sites_broker_keys(run: SitesFile, state_dir
             refused = []
             for name, call in (("write", lambda: client.set(f"{b.broker_namespace}:probe", 1)),
                                ("read", lambda: client.lrange(f"{b.broker_namespace}:{b.task_queue}", 0, 0)),
-                               ("list names", lambda: client.keys(f"{b.broker_namespace}:*")),
                                ("scan names", lambda: list(client.scan_iter(match=f"{b.broker_namespace}:*"))),
                                ("server settings", lambda: client.config_get("dir"))):
                 try:
                     call()
                 except redis.exceptions.NoPermissionError:
                     refused.append(name)
-            assert refused == ["write", "read", "list names", "scan names", "server settings"]
+            # KEYS stays allowed (Dramatiq's maintenance runs it; an ACL cannot narrow it to a pattern): another
+            # site's key names can be listed, never their values — docs/operations.md says so.
+            assert refused == ["write", "read", "scan names", "server settings"]
         finally:
             client.close()
     else:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -103,6 +104,17 @@ def stop_process(pid: int, sig: int = signal.SIGTERM, timeout: float = 20.0) -> 
     except ProcessLookupError:
         return
     wait_until(lambda: not pid_alive(pid), 10.0, f"pid {pid} after SIGKILL")
+
+
+def secret_file(path: Path) -> str:
+    """A random secret kept in a file of mode 0600: made on first use, the same afterwards."""
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        staging = path.with_name(f".{path.name}.{os.getpid()}")
+        staging.write_text(secrets.token_urlsafe(32))
+        os.chmod(staging, 0o600)
+        staging.replace(path)
+    return path.read_text().strip()
 
 
 def _spawn(argv: list[str], log: Path, **kwargs) -> subprocess.Popen:
@@ -249,17 +261,14 @@ def start_postgres(state_dir: Path, *, port: int | None = None, max_connections:
     data_dir.mkdir(parents=True, exist_ok=True)
     os.chmod(data_dir, 0o700)
     user = _pg_user_kwargs(data_dir)
-    if not (data_dir / "PG_VERSION").exists():
-        initdb = subprocess.run(
-            [_pg_bin("initdb"), "-D", str(data_dir), "-U", "postgres", "--auth=trust", "--encoding=UTF8",
-             "--locale=C", "--no-sync"],
-            capture_output=True,
-            text=True,
-            check=False,
-            **user,
-        )
-        if initdb.returncode != 0:
-            raise EmbeddedError(f"initdb failed in {data_dir}: {initdb.stderr.strip()[-500:]}")
+    password = secret_file(state_dir / "postgres.password")
+    fresh = not (data_dir / "PG_VERSION").exists()
+    if fresh:
+        _initdb(data_dir, password, user)
+    # Data made before TCP needed a password (pg_hba "trust") gets the password on this start.
+    trusted = (data_dir / "pg_hba.conf").read_text() != PG_HBA
+    if trusted:
+        _write_as(data_dir / "pg_hba.conf", PG_HBA, user)
 
     def launch() -> tuple[subprocess.Popen, Callable[[], bool], int]:
         chosen = port or free_port()
@@ -272,8 +281,55 @@ def start_postgres(state_dir: Path, *, port: int | None = None, max_connections:
         return process, lambda: _pg_ready(chosen), chosen
 
     process, chosen = _start("postgres", log, port, launch, stop_postgres)
-    return RunningServer("postgres", process.pid, f"postgresql://postgres@127.0.0.1:{chosen}/postgres",
+    if trusted and not fresh:
+        _psql_on_socket(data_dir, chosen, user, f"ALTER ROLE postgres PASSWORD '{password}'")
+    return RunningServer("postgres", process.pid, f"postgresql://postgres:{password}@127.0.0.1:{chosen}/postgres",
                          chosen, str(log), str(data_dir))
+
+
+# Every TCP connection, the administrator's too, signs in with a password (scram); the Unix socket
+# lies in the data folder (mode 0700), reachable only by the server's own OS user and root.
+PG_HBA = """# sitekit embedded PostgreSQL: TCP only with a password
+local all all trust
+host all all 127.0.0.1/32 scram-sha-256
+host all all ::1/128 scram-sha-256
+"""
+
+
+def _write_as(path: Path, text: str, user: dict[str, object]) -> None:
+    path.write_text(text)
+    os.chmod(path, 0o600)
+    if user:
+        os.chown(path, user["user"], user["group"])
+
+
+def _initdb(data_dir: Path, password: str, user: dict[str, object]) -> None:
+    # initdb reads the password from a file the server's OS user can read; it is gone right after.
+    pwfile = data_dir.parent / f".pw-{data_dir.name}-{os.getpid()}"
+    _write_as(pwfile, password + "\n", user)
+    try:
+        initdb = subprocess.run(
+            [_pg_bin("initdb"), "-D", str(data_dir), "-U", "postgres", "--auth-local=trust",
+             "--auth-host=scram-sha-256", f"--pwfile={pwfile}", "--encoding=UTF8", "--locale=C", "--no-sync"],
+            capture_output=True,
+            text=True,
+            check=False,
+            **user,
+        )
+    finally:
+        pwfile.unlink(missing_ok=True)
+    if initdb.returncode != 0:
+        raise EmbeddedError(f"initdb failed in {data_dir}: {initdb.stderr.strip()[-500:]}")
+    _write_as(data_dir / "pg_hba.conf", PG_HBA, user)
+
+
+def _psql_on_socket(data_dir: Path, port: int, user: dict[str, object], statement: str) -> None:
+    # the statement on stdin: a password never shows in a process list
+    done = subprocess.run([_pg_bin("psql"), "-X", "-q", "-h", str(data_dir), "-p", str(port), "-U", "postgres",
+                           "-d", "postgres", "-v", "ON_ERROR_STOP=1", "-f", "-"],
+                          input=statement, capture_output=True, text=True, check=False, **user)
+    if done.returncode != 0:
+        raise EmbeddedError(f"postgres: could not set the administrator's password: {done.stderr.strip()[-300:]}")
 
 
 def stop_postgres(pid: int) -> None:
@@ -287,9 +343,25 @@ def _valkey_ready(port: int) -> bool:
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=1) as sock:
             sock.sendall(b"PING\r\n")
-            return sock.recv(16).startswith(b"+PONG")
+            # the default user is off: an answer asking for a user and password is a server that is up
+            return sock.recv(16).startswith((b"+PONG", b"-NOAUTH"))
     except OSError:
         return False
+
+
+VALKEY_ADMIN = "admin"
+
+
+def _valkey_acl(data_dir: Path, password: str) -> Path:
+    """The server's users, kept with its data: the default (passwordless) user off, an administrator
+    with a password, and whatever users were added and saved since (one per site, in the harness)."""
+    acl = data_dir / "users.acl"
+    if not acl.exists():
+        staging = acl.with_name(".users.acl.tmp")
+        staging.write_text(f"user default off resetpass -@all\nuser {VALKEY_ADMIN} on >{password} ~* &* +@all\n")
+        os.chmod(staging, 0o600)
+        staging.replace(acl)
+    return acl
 
 
 def start_valkey(state_dir: Path, *, port: int | None = None) -> RunningServer:
@@ -299,18 +371,21 @@ def start_valkey(state_dir: Path, *, port: int | None = None) -> RunningServer:
     data_dir = state_dir / "valkey"
     data_dir.mkdir(parents=True, exist_ok=True)
     log = state_dir / "valkey.log"
+    password = secret_file(state_dir / "valkey.password")
+    acl = _valkey_acl(data_dir, password)
 
     def launch() -> tuple[subprocess.Popen, Callable[[], bool], int]:
         chosen = port or free_port()
         process = _spawn(
             [str(get_binary_path()), "--port", str(chosen), "--bind", "127.0.0.1", "--dir", str(data_dir),
-             "--save", "", "--appendonly", "yes", "--protected-mode", "yes"],
+             "--save", "", "--appendonly", "yes", "--protected-mode", "yes", "--aclfile", str(acl)],
             log,
         )
         return process, lambda: _valkey_ready(chosen), chosen
 
     process, chosen = _start("valkey", log, port, launch, stop_process)
-    return RunningServer("valkey", process.pid, f"redis://127.0.0.1:{chosen}/0", chosen, str(log), str(data_dir))
+    return RunningServer("valkey", process.pid, f"redis://{VALKEY_ADMIN}:{password}@127.0.0.1:{chosen}/0", chosen,
+                         str(log), str(data_dir))
 
 
 # --- S3 (SeaweedFS) ---------------------------------------------------------------
@@ -362,10 +437,38 @@ def s3_credentials(data_dir: Path) -> tuple[str, str]:
     return identity["accessKey"], identity["secretKey"]
 
 
+def add_s3_identity(data_dir: Path, pid: int, name: str, bucket: str) -> tuple[str, str]:
+    """An identity of its own for ``name``, allowed only ``bucket`` (read, write, list, tagging: no
+    bucket creation, no other bucket); returns its key pair. Written to the server's ``s3.json``
+    beside the administrator's identity and loaded by SIGHUP (the gateway reloads that file on it).
+    The same name again returns the identity it has."""
+    import json
+
+    config = data_dir / "s3.json"
+    document = json.loads(config.read_text())
+    for identity in document["identities"]:
+        if identity["name"] == name:
+            credentials = identity["credentials"][0]
+            return credentials["accessKey"], credentials["secretKey"]
+    key_id = f"{name[:20]}-{secrets.token_hex(6)}"
+    secret = secrets.token_hex(32)
+    document["identities"].append({
+        "name": name, "credentials": [{"accessKey": key_id, "secretKey": secret}],
+        "actions": [f"{action}:{bucket}" for action in ("Read", "Write", "List", "Tagging")],
+    })
+    staging = config.with_suffix(".tmp")
+    staging.write_text(json.dumps(document))
+    os.chmod(staging, 0o600)
+    staging.replace(config)
+    os.kill(pid, signal.SIGHUP)
+    return key_id, secret
+
+
 def _weed_argv(data_dir: Path, ports: dict[str, int]) -> list[str]:
     argv = [str(weed_binary()), "server", "-ip=127.0.0.1", "-ip.bind=127.0.0.1", f"-dir={data_dir / 'volumes'}",
             f"-master.dir={data_dir / 'master'}", "-master.telemetry=false", "-master.volumeSizeLimitMB=64",
-            "-volume.max=0", "-volume.preStopSeconds=0", "-filer", "-s3", f"-s3.config={data_dir / 's3.json'}",
+            "-volume.max=0", "-volume.preStopSeconds=0", "-filer", "-filer.disableHttp", "-s3",
+            f"-s3.config={data_dir / 's3.json'}",
             "-s3.port.iceberg=0", "-s3.port.lance=0"]
     return argv + [f"-{name}={port}" for name, port in ports.items()]
 
