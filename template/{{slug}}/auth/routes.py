@@ -40,23 +40,29 @@ class AccountOut(msgspec.Struct, frozen=True):
     email: str
 
 
-def _with_session(settings: Settings, account: Account, token: str, status: int) -> Response[AccountOut]:
-    response = Response(AccountOut(id=account.id, email=account.email), status_code=status)
+def _session_cookie(response: Response, settings: Settings, token: str, max_age: int) -> None:
+    # Set and cleared with the same attributes: a browser ignores a clearing header for a
+    # `__Host-` name unless it is Secure with Path=/ (Litestar's delete_cookie leaves Secure out).
     response.set_cookie(
         settings.session_cookie,
         token,
-        max_age=session_seconds(settings),
+        max_age=max_age,
         path="/",
         httponly=True,
         samesite="lax",
         secure=settings.secure_cookies,
     )
+
+
+def _with_session(settings: Settings, account: Account, token: str, status: int) -> Response[AccountOut]:
+    response = Response(AccountOut(id=account.id, email=account.email), status_code=status)
+    _session_cookie(response, settings, token, session_seconds(settings))
     return response
 
 
 def _signed_out(settings: Settings) -> Response[None]:
     response = Response(None, status_code=HTTP_204_NO_CONTENT)
-    response.delete_cookie(settings.session_cookie, path="/")
+    _session_cookie(response, settings, "", 0)
     return response
 
 
