@@ -22,11 +22,13 @@ from urllib.parse import urlsplit
 
 import httpx
 import pytest
+from playwright.sync_api import Browser
 
 from harness.proxy import RECEIVE_MARGIN, tls_verify
 from harness.state import SiteRecord, SitesFile
 
 from . import db
+from .browser import site_page
 from .client import PASSWORD, error_code, policy
 from .conftest import RUN
 
@@ -94,6 +96,24 @@ def test_the_session_cookie_is_host_prefixed_and_secure(site: SiteRecord) -> Non
         assert attributes["path"] == "/" and attributes["samesite"].lower() == "lax", cookie
         assert response.headers["strict-transport-security"].startswith("max-age=")
         assert client.get("/api/me").status_code == 200  # the cookie comes back over https
+
+
+def test_sign_out_clears_the_host_cookie_in_chromium(site: SiteRecord, browser: Browser) -> None:
+    """Chromium ignores a clearing Set-Cookie for a ``__Host-`` name that is not Secure: the page's
+    own fetches sign up and out, and the browser's cookie store is what is looked at."""
+    email = f"{site.slug}-{secrets.token_hex(5)}@example.com"
+    post = """async ([path, body]) => (await fetch(path, {method: "POST", body: body && JSON.stringify(body),
+                                                        headers: {"Content-Type": "application/json"}})).status"""
+    with site_page(browser, site) as tab:
+        tab.goto("/login")
+
+        def cookies() -> list[str]:
+            return [c["name"] for c in tab.context.cookies(site.base_url)]
+
+        assert tab.page.evaluate(post, ["/api/auth/register", {"email": email, "password": PASSWORD}]) == 201
+        assert site.cookie_name in cookies()
+        assert tab.page.evaluate(post, ["/api/auth/logout", None]) == 204
+        assert site.cookie_name not in cookies()
 
 
 def test_the_site_sees_the_real_client_through_the_proxy(site: SiteRecord) -> None:

@@ -123,16 +123,17 @@ class EmailTaken(AuthError):
 
 
 class RateLimited(SiteError):
-    """Too many requests from this account in the current minute."""
+    """Too many requests from this account in the current minute, or sign-in attempts or
+    registrations in the current window; ``retry_after_seconds`` is the wait until a retry counts."""
 
     domain = "rate"
     code = "RATE_LIMITED"
     status = 429
     default_message = "Too many requests. Please wait a minute and try again."
-    retry_after_seconds: ClassVar[int] = 60
 
-    def __init__(self, message: str | None = None) -> None:
-        super().__init__(message, retryAfterSeconds=self.retry_after_seconds)
+    def __init__(self, message: str | None = None, retry_after_seconds: int = 60) -> None:
+        self.retry_after_seconds = retry_after_seconds
+        super().__init__(message, retryAfterSeconds=retry_after_seconds)
 
     def headers(self) -> dict[str, str]:
         return {"Retry-After": str(self.retry_after_seconds)}

@@ -11,7 +11,7 @@ import msgspec
 from msgspec import Meta
 
 from ..errors import EmailTaken, Unauthenticated, ValidationFailed
-from .passwords import hash_password, verify_password
+from .passwords import verify_password
 from .sessions import Account, Q, end_all_sessions
 
 _EMAIL = re.compile(r"^[^@\s]{1,64}@[^@\s.]+(\.[^@\s.]+)+$")
@@ -89,21 +89,28 @@ async def authenticate(pool: asyncpg.Pool, credentials: Credentials) -> Account:
     return Account(id=row["id"], email=row["email"])
 
 
-async def check_password(conn: asyncpg.Connection, account_id: UUID, password: str) -> None:
-    if not await verify_password(await conn.fetchval(Q.account_password, account_id), password):
+async def check_password(pool: asyncpg.Pool, account_id: UUID, password: str) -> str:
+    """The account's password hash, once ``password`` matches it. The hash is read and checked with no
+    connection held and before any lock: the statement that acts on the check names the hash in its
+    WHERE, so a password changed in between refuses it."""
+    password_hash = await pool.fetchval(Q.account_password, account_id)
+    if not await verify_password(password_hash, password):
         raise Unauthenticated("The password is incorrect.")
+    return password_hash
 
 
-async def change_password(conn: asyncpg.Connection, account: Account, change: PasswordChange) -> None:
-    """New hash, and every session of the account revoked (the caller starts a fresh one)."""
-    await lock(conn, account.id)
-    await check_password(conn, account.id, change.current_password)
-    await conn.execute(Q.set_password, account.id, await hash_password(change.new_password))
+async def change_password(conn: asyncpg.Connection, account: Account, checked_hash: str, new_hash: str) -> None:
+    """Replace the checked hash with ``new_hash`` (both computed before, with no connection held), and
+    revoke every session of the account (the caller starts a fresh one)."""
+    if not await lock(conn, account.id) or await conn.fetchval(Q.replace_password, account.id, checked_hash,
+                                                                new_hash) is None:
+        raise Unauthenticated("The password is incorrect.")
     await end_all_sessions(conn, account.id)
 
 
-async def delete_account(conn: asyncpg.Connection, account: Account, password: str) -> None:
-    """Delete the account and, by cascade, all its personal data (the caller has locked it, and has
-    taken the keys of its objects to remove once this commits)."""
-    await check_password(conn, account.id, password)
-    await conn.execute(Q.delete_account, account.id)
+async def delete_account(conn: asyncpg.Connection, account: Account, checked_hash: str) -> None:
+    """Delete the account and, by cascade, all its personal data, unless its password changed since it
+    was checked (the caller has locked it, and has taken the keys of its objects to remove once this
+    commits)."""
+    if await conn.fetchval(Q.delete_account, account.id, checked_hash) is None:
+        raise Unauthenticated("The password is incorrect.")

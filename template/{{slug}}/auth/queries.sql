@@ -35,8 +35,10 @@ SELECT id, email FROM live;
 -- name: revoke_all_sessions
 UPDATE session SET revoked_at = now() WHERE account_id = $1 AND revoked_at IS NULL;
 
--- name: set_password
-UPDATE account SET password_hash = $2 WHERE id = $1;
+-- name: replace_password
+-- Only the hash the caller checked the current password against ($2): a change that committed
+-- while it was checked (with no lock held) leaves no row, and the later change is refused.
+UPDATE account SET password_hash = $3 WHERE id = $1 AND password_hash = $2 RETURNING id;
 
 -- name: account_password
 SELECT password_hash FROM account WHERE id = $1;
@@ -48,8 +50,9 @@ SELECT account_lock($1);
 
 -- name: delete_account
 -- Everything personal goes with the row (ON DELETE CASCADE): sessions, files,
--- tasks, pins, attempts, receipts, counters, credits and ledger.
-DELETE FROM account WHERE id = $1;
+-- tasks, pins, attempts, receipts, counters, credits and ledger. Only while the password is the
+-- one checked ($2, checked with no lock held): a change committed meanwhile keeps the account.
+DELETE FROM account WHERE id = $1 AND password_hash = $2 RETURNING id;
 
 -- name: revoke_session
 UPDATE session SET revoked_at = now()

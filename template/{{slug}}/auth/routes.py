@@ -22,6 +22,7 @@ from .accounts import (
     PasswordChange,
     authenticate,
     change_password,
+    check_password,
     delete_account,
     lock,
     login_email,
@@ -40,23 +41,29 @@ class AccountOut(msgspec.Struct, frozen=True):
     email: str
 
 
-def _with_session(settings: Settings, account: Account, token: str, status: int) -> Response[AccountOut]:
-    response = Response(AccountOut(id=account.id, email=account.email), status_code=status)
+def _session_cookie(response: Response, settings: Settings, token: str, max_age: int) -> None:
+    # Set and cleared with the same attributes: a browser ignores a clearing header for a
+    # `__Host-` name unless it is Secure with Path=/ (Litestar's delete_cookie leaves Secure out).
     response.set_cookie(
         settings.session_cookie,
         token,
-        max_age=session_seconds(settings),
+        max_age=max_age,
         path="/",
         httponly=True,
         samesite="lax",
         secure=settings.secure_cookies,
     )
+
+
+def _with_session(settings: Settings, account: Account, token: str, status: int) -> Response[AccountOut]:
+    response = Response(AccountOut(id=account.id, email=account.email), status_code=status)
+    _session_cookie(response, settings, token, session_seconds(settings))
     return response
 
 
 def _signed_out(settings: Settings) -> Response[None]:
     response = Response(None, status_code=HTTP_204_NO_CONTENT)
-    response.delete_cookie(settings.session_cookie, path="/")
+    _session_cookie(response, settings, "", 0)
     return response
 
 
@@ -115,8 +122,12 @@ class MeController(Controller):
         """Change the password: every session of the account ends; this client gets a new one."""
         async with pool.acquire() as conn:
             await count_attempt(conn, settings, account.email, client_address(request))
+        # Both hashes are computed with no connection or lock held (SPEC §4): a queue of them waits
+        # for the hashing threads without holding pooled connections every other request needs.
+        checked = await check_password(pool, account.id, data.current_password)
+        new_hash = await hash_password(data.new_password)
         async with transaction(pool) as conn:
-            await change_password(conn, account, data)
+            await change_password(conn, account, checked, new_hash)
             token = await start_session(conn, settings, account.id)
         return _with_session(settings, account, token, HTTP_200_OK)
 
@@ -131,10 +142,11 @@ class MeController(Controller):
         """
         async with pool.acquire() as conn:
             await count_attempt(conn, settings, account.email, client_address(request))
+        checked = await check_password(pool, account.id, data.password)  # no connection or lock held
         async with transaction(pool) as conn:
             await lock(conn, account.id)
             keys = await files.object_keys(conn, account.id)
-            await delete_account(conn, account, data.password)
+            await delete_account(conn, account, checked)
         if objects is not None:
             for key in keys:
                 try:

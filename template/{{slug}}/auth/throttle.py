@@ -1,12 +1,15 @@
-"""Login and registration throttling per client address and per account (fixed 15-minute windows).
+"""Login and registration throttling per client and per account (fixed 15-minute windows).
 
 Every attempt counts before the password is checked, so guessing costs the
 same whether it succeeds or not, and an unknown email is throttled exactly
 like a known one (its key is a keyed hash; the email itself is not stored).
-An account's tight limit is per address it is tried from: a stranger who
+An account's tight limit is per client it is tried from: a stranger who
 guesses at someone's email exhausts only their own pair, and the owner, from
-their own address, still signs in; a far higher ceiling over all addresses
-stops a guesser with many addresses.
+their own address, still signs in; a far higher ceiling over all clients
+stops a guesser with many addresses. The limits are taken narrowest first and
+an attempt one refuses counts toward none after it: a stranger refused at
+their own limits never feeds the account's ceiling that would lock the owner
+out. A client is its address, or its /64 for IPv6 (``ratelimits.client_key``).
 """
 
 from __future__ import annotations
@@ -28,27 +31,25 @@ def account_key(settings: Settings, email: str) -> str:
     return "account:" + digest.hexdigest()
 
 
-async def _over(conn: asyncpg.Connection, key: str, limit: int) -> bool:
-    return not await ratelimits.hit(conn, key, WINDOW_SECONDS, limit)
-
-
 async def count_attempt(conn: asyncpg.Connection, settings: Settings, email: str, address: str | None) -> None:
-    """Count this attempt; RateLimited if the account (from this address, or from everywhere) or the
-    address is over its limit."""
+    """Count this attempt for the account from this client, for the client, then for the account
+    from everywhere; RateLimited (with the wait until the window ends) by the first that is spent."""
     policy = settings.policy.auth
     account = account_key(settings, email)
-    over = await _over(conn, account, policy.login_attempts_per_account_total)
-    if address:
-        over |= await _over(conn, f"{account}:address:{address[:90]}", policy.login_attempts_per_account)
-        over |= await _over(conn, f"address:{address[:90]}", policy.login_attempts_per_address)
-    else:  # no address to tell the owner from a stranger: the tight limit applies to the account
-        over |= await _over(conn, f"{account}:address:-", policy.login_attempts_per_account)
-    if over:
-        raise RateLimited("Too many sign-in attempts. Please wait and try again.")
+    client = ratelimits.client_key(address)
+    # No client to tell the owner from a stranger: the tight limit applies to the account.
+    limits = [(f"{account}:address:{client or '-'}", policy.login_attempts_per_account)]
+    if client:
+        limits.append((f"address:{client}", policy.login_attempts_per_address))
+    limits.append((account, policy.login_attempts_per_account_total))
+    for key, limit in limits:
+        if wait := await ratelimits.take(conn, key, WINDOW_SECONDS, limit):
+            raise RateLimited("Too many sign-in attempts. Please wait and try again.", wait)
 
 
 async def count_registration(conn: asyncpg.Connection, settings: Settings, address: str | None) -> None:
-    """Count a registration from ``address``; RateLimited past the policy's limit."""
-    if address and await _over(conn, f"register:{address[:90]}", settings.policy.auth.registrations_per_address):
-        raise RateLimited("Too many new accounts from this address. Please wait and try again.")
-
+    """Count a registration from this client; RateLimited past the policy's limit."""
+    client = ratelimits.client_key(address)
+    if client and (wait := await ratelimits.take(conn, f"register:{client}", WINDOW_SECONDS,
+                                                 settings.policy.auth.registrations_per_address)):
+        raise RateLimited("Too many new accounts from this address. Please wait and try again.", wait)

@@ -1,9 +1,12 @@
 """Rate limits in the database (docs/security.md): fixed-window counters by key, in one table.
 
-``hit`` counts; each caller owns its keys and policy: per-account requests in ``requests``, the
-sign-in and registration throttles in ``auth.throttle``. ``purge`` is maintenance's.
+``hit`` counts every hit, refused ones too; ``take`` counts a hit only within the limit, for limits
+checked one after another. Each caller owns its keys and policy: per-account requests in
+``requests``, the sign-in and registration throttles in ``auth.throttle``, both keyed per client
+by ``client_key``. ``purge`` is maintenance's.
 """
 
-from .counters import hit, purge
+from .clients import client_key
+from .counters import hit, purge, take
 
-__all__ = ["hit", "purge"]
+__all__ = ["client_key", "hit", "purge", "take"]

@@ -8,6 +8,21 @@ FROM date_bin(make_interval(secs => $2), now(), TIMESTAMPTZ '2000-01-01') AS s
 ON CONFLICT (key, window_start) DO UPDATE SET count = w.count + 1
 RETURNING count;
 
+-- name: take
+-- A hit counted only while the key is under $3 in its current window: a refused hit adds nothing,
+-- so limits checked one after another never count what an earlier one refused. The count taken
+-- (NULL when refused) and the whole seconds until the window ends (the wait a refusal states).
+WITH win AS (
+    SELECT date_bin(make_interval(secs => $2), now(), TIMESTAMPTZ '2000-01-01') AS s
+), taken AS (
+    INSERT INTO rate_limit_window AS w (key, window_start, window_end, count)
+    SELECT $1, s, s + make_interval(secs => $2), 1 FROM win
+    ON CONFLICT (key, window_start) DO UPDATE SET count = w.count + 1 WHERE w.count < $3
+    RETURNING count
+)
+SELECT (SELECT count FROM taken) AS count,
+       ceil(extract(epoch FROM (SELECT s FROM win) + make_interval(secs => $2) - now()))::integer AS wait;
+
 -- name: purge
 -- An hour after a window ends: long past any statement still counting into it (now() is its
 -- transaction's start).
