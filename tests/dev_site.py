@@ -70,7 +70,16 @@ def kill_everything(dev: subprocess.Popen, known: list[psutil.Process]) -> None:
         except (ProcessLookupError, psutil.NoSuchProcess):
             pass
     dev.wait()
-    psutil.wait_procs(everyone, timeout=30)
+    wait_gone(everyone, 30)
+
+
+def wait_gone(processes: list[psutil.Process], timeout: float) -> list[psutil.Process]:
+    """Those of ``processes`` still running after ``timeout`` seconds (a zombie counts as gone: it
+    is reaped by whoever inherited it)."""
+    deadline = time.monotonic() + timeout
+    while (alive := [p for p in processes if running(p)]) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return alive
 
 
 @contextmanager
@@ -118,8 +127,7 @@ def dev_site(site_dir: Path, python: str, slug: str, state: Path, env: dict[str,
             kill_everything(dev, children)
         log.close()
     # dev's own waits are bounded (20 s for a process, 5 s for SeaweedFS), after which it SIGKILLs
-    gone, alive = psutil.wait_procs(children, timeout=30)
-    assert not [p for p in alive if running(p)], "dev left processes running"
+    assert wait_gone(children, 30) == [], "dev left processes running"
     if not keep_state:
         remove_dev_state(state)
 

@@ -18,6 +18,7 @@ import httpx
 import pytest
 
 from harness.processes import free_port
+from harness.services import embedded
 
 from .dev_site import dev_site, remove_dev_state, without_services
 
@@ -113,3 +114,25 @@ def test_a_restart_keeps_every_byte(installed_site: tuple[Path, str], tmp_path: 
             assert hashlib.sha256(result.content).hexdigest() == done["result"]["sha256"]
     finally:
         remove_dev_state(state)
+
+
+def test_a_server_still_starting_when_dev_is_stopped_is_stopped_too(tmp_path: Path) -> None:
+    """Ctrl-C (or SIGTERM) while dev waits for a server to answer: the half-started server goes too."""
+    launched: list[subprocess.Popen] = []
+
+    def launch() -> tuple[subprocess.Popen, object, int]:
+        launched.append(subprocess.Popen(["sleep", "120"], start_new_session=True))
+
+        def ready() -> bool:
+            raise KeyboardInterrupt  # what dev's signal handler raises, here while the server starts
+
+        return launched[-1], ready, 0
+
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            embedded()._start("server", tmp_path / "server.log", None, launch, embedded().stop_process)
+        assert launched[0].poll() is not None, "the server was left running"
+    finally:
+        for process in launched:
+            process.kill()
+            process.wait()
