@@ -59,7 +59,13 @@ def kill_everything(dev: subprocess.Popen, known: list[psutil.Process]) -> None:
     """SIGKILL ``dev``'s process group and the group of every process it started (each server and site
     process runs in a session of its own, so killing dev's group alone would leave them), then wait."""
     everyone = [*known, *descendants(dev.pid)]
-    for process in [psutil.Process(dev.pid), *everyone] if dev.poll() is None else everyone:
+    kill_groups([psutil.Process(dev.pid), *everyone] if dev.poll() is None else everyone)
+    dev.wait()
+    wait_gone(everyone, 30)
+
+
+def kill_groups(processes: list[psutil.Process]) -> None:
+    for process in processes:
         try:
             if not running(process):
                 continue
@@ -69,8 +75,6 @@ def kill_everything(dev: subprocess.Popen, known: list[psutil.Process]) -> None:
                 process.kill()
         except (ProcessLookupError, psutil.NoSuchProcess):
             pass
-    dev.wait()
-    wait_gone(everyone, 30)
 
 
 def wait_gone(processes: list[psutil.Process], timeout: float) -> list[psutil.Process]:
@@ -127,7 +131,9 @@ def dev_site(site_dir: Path, python: str, slug: str, state: Path, env: dict[str,
             kill_everything(dev, children)
         log.close()
     # dev's own waits are bounded (20 s for a process, 5 s for SeaweedFS), after which it SIGKILLs
-    assert wait_gone(children, 30) == [], "dev left processes running"
+    left = [f"{p.pid} {p.name()}" for p in wait_gone(children, 30)]
+    kill_groups(children)
+    assert left == [], f"dev left processes running: {left}"
     if not keep_state:
         remove_dev_state(state)
 

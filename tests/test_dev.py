@@ -5,6 +5,7 @@ and on SIGTERM, and a restart on the same folder that finds every row and every 
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import signal
 import stat
@@ -114,6 +115,19 @@ def test_a_restart_keeps_every_byte(installed_site: tuple[Path, str], tmp_path: 
             assert hashlib.sha256(result.content).hexdigest() == done["result"]["sha256"]
     finally:
         remove_dev_state(state)
+
+
+@pytest.mark.slow
+def test_ctrl_c_while_dev_stops_after_a_crash_does_not_cut_the_stop_short(
+        installed_site: tuple[Path, str], tmp_path: Path) -> None:
+    site_dir, python = installed_site
+    with dev_site(site_dir, python, "zeta9", tmp_path / "state") as dev:
+        web = next(p for p in dev.children if "serve" in p.cmdline())
+        web.kill()
+        embedded().wait_until(lambda: "web exited" in dev.log.read_text(), 30, "dev noticing web's exit")
+        # dev is stopping what it started (SeaweedFS alone takes seconds): an impatient Ctrl-C now
+        os.kill(dev.pid, signal.SIGINT)
+    # dev_site: dev exited, and every process it started is gone
 
 
 def test_a_server_still_starting_when_dev_is_stopped_is_stopped_too(tmp_path: Path) -> None:

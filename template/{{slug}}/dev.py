@@ -76,31 +76,32 @@ def child_commands(port: int) -> dict[str, list[str]]:
 
 class StopOnSignal:
     """SIGINT and SIGTERM stop ``dev`` at whatever it is doing, start-up included, by raising
-    KeyboardInterrupt once; later ones are ignored, so the stop itself is never cut short.
+    KeyboardInterrupt; once the stop has begun (on a signal, or a child's exit) they are ignored,
+    so nothing cuts it short and leaves a server running.
 
     Installed by ``dev`` itself: a process started in the background by a non-interactive shell (CI
     runners, process managers) inherits SIGINT ignored, and Python then raises no KeyboardInterrupt."""
 
     def __init__(self) -> None:
-        self.received: int | None = None
+        self.stopping = False
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, self)
 
     def __call__(self, signum: int, frame: object) -> None:
-        if self.received is None:
-            self.received = signum
+        if not self.stopping:
+            self.stopping = True
             raise KeyboardInterrupt
 
 
 def run_dev(settings: Settings, args: argparse.Namespace) -> int:
-    StopOnSignal()
+    stop = StopOnSignal()
     state = dev_services.state_folder(args.state)
     state.mkdir(parents=True, exist_ok=True)
     with dev_services.hold_state(state):
-        return _run(settings, args, state)
+        return _run(settings, args, state, stop)
 
 
-def _run(settings: Settings, args: argparse.Namespace, state: Path) -> int:
+def _run(settings: Settings, args: argparse.Namespace, state: Path, stop: StopOnSignal) -> int:
     port = args.port or settings.site.port
     env = dict(os.environ)
     started: list[tuple[str, int]] = []  # (kind, pid), stopped in reverse order
@@ -144,12 +145,14 @@ def _run(settings: Settings, args: argparse.Namespace, state: Path) -> int:
         while True:
             for name, child in children.items():
                 if child.poll() is not None:
+                    stop.stopping = True
                     print(f"{name} exited with code {child.returncode}; stopping", file=sys.stderr)
                     return 1
             time.sleep(0.5)
     except KeyboardInterrupt:
         return 0
     finally:
+        stop.stopping = True
         dev_services.forget(state)
         for kind, pid in reversed(started):
             if kind == "postgres":
