@@ -1,9 +1,11 @@
 """Command line: ``python -m <site> migrate | serve | dev | worker | maintain | audit | tasks inspect
 | create-user | grant-credits | operator grant|revoke``.
 
-Every command reads the same settings (site.toml + environment). Expected
-failures (bad settings, a refused migration, a bad argument) print one line
-and exit with status 2; they never print a traceback.
+Every command reads the same settings (site.toml + environment); a service
+the environment names no URL for is the one of the ``dev`` running on the
+state folder, if one runs (``dev_services``). Expected failures (bad
+settings, a refused migration, a bad argument) print one line and exit with
+status 2; they never print a traceback.
 """
 
 from __future__ import annotations
@@ -12,10 +14,12 @@ import argparse
 import asyncio
 import getpass
 import logging
+import os
 import sys
 from collections.abc import Callable
 
 from .db.migrate import MigrationError, migrate_database
+from .dev_services import DevAlreadyRunning, state_folder, with_dev_services
 from .settings import Settings, SettingsError, load_settings
 
 PACKAGE = __package__
@@ -279,9 +283,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog=f"python -m {PACKAGE}", description=__doc__.splitlines()[0])
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    # On every command, after its name: where `dev` keeps its data and its record.
+    state = argparse.ArgumentParser(add_help=False)
+    state.add_argument("--state", default=None, metavar="DIR",
+                       help="dev's state folder: its embedded data, and the services a command uses when "
+                            "the environment names none (default: .state in the site)")
 
     def add(name: str, handler: Callable[[Settings, argparse.Namespace], int], help: str):
-        sub = commands.add_parser(name, help=help, description=help)
+        sub = commands.add_parser(name, help=help, description=help, parents=[state])
         sub.set_defaults(handler=handler)
         return sub
 
@@ -294,7 +303,6 @@ def build_parser() -> argparse.ArgumentParser:
                        help="share the port with other serve processes (SO_REUSEPORT)")
 
     dev = add("dev", cmd_dev, "start everything locally with embedded services and print the URL")
-    dev.add_argument("--state", default=None, help="folder for embedded data (default: .state in the site)")
     dev.add_argument("--port", type=int, default=None)
 
     worker = add("worker", cmd_worker, "run the task worker (Dramatiq) on the site's queues")
@@ -308,7 +316,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     tasks = commands.add_parser("tasks", help="operator commands for tasks")
     task_commands = tasks.add_subparsers(dest="tasks_command", required=True, metavar="TASKS_COMMAND")
-    inspect = task_commands.add_parser("inspect", help="print a task's state, attempts and dead letters")
+    inspect = task_commands.add_parser("inspect", help="print a task's state, attempts and dead letters",
+                                       parents=[state])
     inspect.add_argument("task_id")
     inspect.set_defaults(handler=cmd_tasks_inspect)
 
@@ -321,7 +330,7 @@ def build_parser() -> argparse.ArgumentParser:
     operator_commands = operator.add_subparsers(dest="operator_command", required=True, metavar="OPERATOR_COMMAND")
     for name, verb in (("grant", "make the account with EMAIL an operator"),
                        ("revoke", "take the operator console from the account with EMAIL")):
-        sub = operator_commands.add_parser(name, help=verb, description=verb)
+        sub = operator_commands.add_parser(name, help=verb, description=verb, parents=[state])
         sub.add_argument("email")
         sub.set_defaults(handler=cmd_operator)
 
@@ -335,9 +344,11 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     configure_logging(args.verbose)
     try:
-        settings = load_settings()
+        # dev starts its own services, or refuses to run beside the dev that runs them
+        environ = os.environ if args.command == "dev" else with_dev_services(os.environ, state_folder(args.state))
+        settings = load_settings(environ=environ)
         return args.handler(settings, args)
-    except (SettingsError, MigrationError, CommandError) as error:
+    except (SettingsError, MigrationError, CommandError, DevAlreadyRunning) as error:
         print(f"{PACKAGE}: {error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

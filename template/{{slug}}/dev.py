@@ -3,9 +3,10 @@
 Each service without a URL in the environment is started embedded under the
 state folder, where its data survives restarts: PostgreSQL's data directory,
 Valkey's append-only file, and SeaweedFS's volumes and file index (with the
-S3 keys made for it on first use). Then migrations run and the site's
-processes start as children. Ctrl-C stops exactly what this command started,
-by pid.
+S3 keys made for it on first use). Then migrations run, the services are
+recorded for the site's other commands (``dev_services``), and the site's
+processes start as children. Ctrl-C (SIGINT) or SIGTERM stops exactly what
+this command started, by pid.
 """
 
 from __future__ import annotations
@@ -22,9 +23,9 @@ from pathlib import Path
 
 import asyncpg
 
-from . import embedded
+from . import dev_services, embedded
 from .db.migrate import migrate_database
-from .settings import PROJECT_ROOT, Settings, load_environment
+from .settings import Settings, load_environment
 
 PACKAGE = __package__
 
@@ -73,9 +74,34 @@ def child_commands(port: int) -> dict[str, list[str]]:
     }
 
 
+class StopOnSignal:
+    """SIGINT and SIGTERM stop ``dev`` at whatever it is doing, start-up included, by raising
+    KeyboardInterrupt; once the stop has begun (on a signal, or a child's exit) they are ignored,
+    so nothing cuts it short and leaves a server running.
+
+    Installed by ``dev`` itself: a process started in the background by a non-interactive shell (CI
+    runners, process managers) inherits SIGINT ignored, and Python then raises no KeyboardInterrupt."""
+
+    def __init__(self) -> None:
+        self.stopping = False
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, self)
+
+    def __call__(self, signum: int, frame: object) -> None:
+        if not self.stopping:
+            self.stopping = True
+            raise KeyboardInterrupt
+
+
 def run_dev(settings: Settings, args: argparse.Namespace) -> int:
-    state = Path(args.state or PROJECT_ROOT / ".state").resolve()
+    stop = StopOnSignal()
+    state = dev_services.state_folder(args.state)
     state.mkdir(parents=True, exist_ok=True)
+    with dev_services.hold_state(state):
+        return _run(settings, args, state, stop)
+
+
+def _run(settings: Settings, args: argparse.Namespace, state: Path, stop: StopOnSignal) -> int:
     port = args.port or settings.site.port
     env = dict(os.environ)
     started: list[tuple[str, int]] = []  # (kind, pid), stopped in reverse order
@@ -105,6 +131,7 @@ def run_dev(settings: Settings, args: argparse.Namespace) -> int:
 
         applied = asyncio.run(migrate_database(env["DATABASE_URL"]))
         print(f"migrations: {len(applied)} applied", flush=True)
+        dev_services.record(state, env)
 
         children: dict[str, subprocess.Popen] = {}
         for name, argv in child_commands(port).items():
@@ -115,18 +142,18 @@ def run_dev(settings: Settings, args: argparse.Namespace) -> int:
         _wait_ready(f"http://127.0.0.1:{port}/readyz", children["web"])
         print(f"{settings.site.name} is running at {url}  (Ctrl-C stops it)", flush=True)
 
-        stop = {"now": False}
-        signal.signal(signal.SIGTERM, lambda *_: stop.update(now=True))
-        while not stop["now"]:
+        while True:
             for name, child in children.items():
                 if child.poll() is not None:
+                    stop.stopping = True
                     print(f"{name} exited with code {child.returncode}; stopping", file=sys.stderr)
                     return 1
             time.sleep(0.5)
-        return 0
     except KeyboardInterrupt:
         return 0
     finally:
+        stop.stopping = True
+        dev_services.forget(state)
         for kind, pid in reversed(started):
             if kind == "postgres":
                 embedded.stop_postgres(pid)

@@ -159,6 +159,10 @@ def _start(what: str, log: Path, port: int | None,
             if port is not None:
                 raise EmbeddedError(f"{what} did not start on port {port}; see {log}") from None
             continue
+        except BaseException:  # Ctrl-C or SIGTERM (dev raises KeyboardInterrupt) while it starts
+            if process.poll() is None:
+                stop(process.pid)
+            raise
         return process, chosen
     raise EmbeddedError(f"{what} did not start; see {log}")
 

@@ -225,7 +225,10 @@ class Settings(Struct, frozen=True):
 
     def require_database_url(self) -> str:
         if not self.env.database_url:
-            raise SettingsError("DATABASE_URL is not set (use `dev` for an embedded database)")
+            raise SettingsError(
+                f"DATABASE_URL is not set, and no `dev` is running on the state folder: start one "
+                f"(python -m {self.site.slug} dev) in another terminal, or set DATABASE_URL"
+            )
         return self.env.database_url
 
     @property
