@@ -35,7 +35,8 @@ async def ensure_database(server_url: str, name: str) -> str:
     conn = await asyncpg.connect(server_url)
     try:
         if not await conn.fetchval("SELECT 1 FROM pg_database WHERE datname = $1", name):
-            await conn.execute(f'CREATE DATABASE "{name}"')  # name is validated by settings
+            # DDL takes no parameters: the identifier is quoted by the server's own quote_ident
+            await conn.execute(f"CREATE DATABASE {await conn.fetchval('SELECT quote_ident($1::text)', name)}")
     finally:
         await conn.close()
     return server_url.rsplit("/", 1)[0] + "/" + name
