@@ -196,6 +196,13 @@ WHERE id = $1 AND status = 'running' AND lease_version = $2;
 UPDATE task_attempt SET ended_at = now(), outcome = $3, error_code = $4
 WHERE task_id = $1 AND lease_version = $2 AND ended_at IS NULL;
 
+-- name: end_lost_attempt
+-- Lease recovery: the lost attempt ends, with the result file it reserved (NULL if none): that
+-- reservation is released in the same transaction (lifecycle.recover_expired_leases).
+UPDATE task_attempt SET ended_at = now(), outcome = $3, error_code = $4
+WHERE task_id = $1 AND lease_version = $2 AND ended_at IS NULL
+RETURNING result_file_id;
+
 -- name: expired_leases
 SELECT id, owner_id FROM task
 WHERE status = 'running' AND lease_expires_at <= now()
