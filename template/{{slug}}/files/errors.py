@@ -36,7 +36,8 @@ class FileTooLarge(FileError):
 
 
 class UploadsBusy(FileError):
-    """This web process already receives ``[files] concurrent_uploads`` bodies."""
+    """This web process already receives ``[files] concurrent_uploads`` bodies, or this account
+    already holds its share of them (files/slots.py)."""
 
     code = "BUSY"
     status = 503

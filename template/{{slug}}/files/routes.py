@@ -23,9 +23,10 @@ from ..web.paging import Cursor, Page, read_page
 from . import store
 from .body import receive_form, receive_raw
 from .deletion import delete_file
-from .errors import FileContentLost, FilesDisabled, FilesNotConfigured, FileTooLarge, UploadsBusy, UploadTooSlow
+from .errors import FileContentLost, FilesDisabled, FilesNotConfigured, FileTooLarge, UploadTooSlow
 from .names import clean_content_type, clean_name, content_disposition
 from .objects import ObjectMissing
+from .slots import UploadSlots
 from .store import FileOut
 from .uploads import check_headroom, store_upload
 
@@ -55,8 +56,8 @@ async def files_enabled(connection: ASGIConnection, _: BaseRouteHandler) -> None
 
 def upload_route(policy: FilesPolicy):
     """The upload handler, with a body limit of the site's maximum file size (plus form overhead)
-    and this process's share of concurrent uploads."""
-    receiving = asyncio.Semaphore(policy.concurrent_uploads)
+    and this process's upload slots (an account's share of them capped: files/slots.py)."""
+    slots = UploadSlots(policy.concurrent_uploads)
 
     @post("/api/files", status_code=HTTP_201_CREATED, tags=["files"],
           guards=[*ACCOUNT_GUARDS, files_enabled, storage_configured],
@@ -68,19 +69,17 @@ def upload_route(policy: FilesPolicy):
         header = request.headers.get("content-type") or ""
         if not form:
             clean_content_type(header, policy.allowed_types)  # refuse before reading the body
-        if receiving.locked():
-            raise UploadsBusy()
-        length = request.headers.get("content-length", "")
-        if length.isascii() and length.isdigit() and int(length) > 0:
-            announced = int(length)
-            if not form and announced > policy.max_file_bytes:
-                raise FileTooLarge.over(policy.max_file_bytes)
-            # A form's file is at least its body less the room the other fields may take.
-            at_least = max(announced - MULTIPART_OVERHEAD, 1) if form else announced
-            await check_headroom(pool, policy, account.id, at_least)
         # The slot is held until the object is stored, so at most this many temporary files
         # exist per process, whatever storage's speed.
-        async with receiving:
+        with slots.take(account.id):
+            length = request.headers.get("content-length", "")
+            if length.isascii() and length.isdigit() and int(length) > 0:
+                announced = int(length)
+                if not form and announced > policy.max_file_bytes:
+                    raise FileTooLarge.over(policy.max_file_bytes)
+                # A form's file is at least its body less the room the other fields may take.
+                at_least = max(announced - MULTIPART_OVERHEAD, 1) if form else announced
+                await check_headroom(pool, policy, account.id, at_least)
             try:
                 async with asyncio.timeout(policy.receive_seconds):
                     if form:

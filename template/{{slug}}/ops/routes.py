@@ -20,7 +20,7 @@ from ..tasks.states import TaskStatus
 from ..web.dependencies import CurrentAccount, DbPool, Queue, SiteSettings
 from ..web.guards import OPERATOR_GUARDS
 from ..web.paging import Cursor, Page, read_page
-from . import actions
+from . import actions, audits
 from .actions import OpsAction
 
 StatusFilter = Annotated[TaskStatus | None, QueryParameter(name="status")]
@@ -86,8 +86,10 @@ class OpsController(Controller):
 
     @post("/audit", status_code=HTTP_200_OK)
     async def audit(self, account: CurrentAccount, pool: DbPool, settings: SiteSettings) -> AuditReport:
-        """Run the books' audit now (read-only, as ``python -m <site> audit``); the run is logged."""
-        report = await run_audit(settings)
+        """Run the books' audit now (read-only, as ``python -m <site> audit``); the run is logged.
+        One at a time per site: 409 ``AUDIT_RUNNING`` (with its ``startedAt``) while another runs."""
+        async with audits.one_at_a_time(pool):
+            report = await run_audit(settings)
         outcome = "clean" if report.clean else f"{len(report.findings)} finding(s)"
         async with transaction(pool) as conn:
             await actions.record(conn, account, "audit", None, outcome)

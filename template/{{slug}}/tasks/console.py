@@ -37,8 +37,9 @@ class FinishedMinute(msgspec.Struct, frozen=True):
 
 
 class Overview(msgspec.Struct, rename="camel", frozen=True):
-    """Tasks by state now, finished per minute over the last hour (oldest first, every minute
-    present), and dead letters received in the last 24 hours."""
+    """Tasks by state (the active states now, the finished ones over the last 24 hours: never the
+    whole history), finished per minute over the last hour (oldest first, every minute present),
+    and dead letters received in the last 24 hours."""
 
     states: dict[str, int]
     finished_per_minute: list[FinishedMinute]
@@ -86,7 +87,7 @@ def _console_task(row: asyncpg.Record) -> ConsoleTask:
 
 async def overview(conn: asyncpg.Connection) -> Overview:
     states = {status.value: 0 for status in TaskStatus}
-    states |= {row["status"]: row["n"] for row in await conn.fetch(Q.tasks_by_status)}
+    states |= {row["status"]: row["n"] for row in await conn.fetch(Q.console_states)}
     per_minute = [FinishedMinute(**row) for row in await conn.fetch(Q.console_finished_last_hour)]
     return Overview(states=states, finished_per_minute=per_minute,
                     dead_letters_last_day=await conn.fetchval(Q.console_dead_letters_last_day))

@@ -21,9 +21,10 @@ Two ways to send:
   sends, then marks the task ``queued`` — only if it still holds its token. A
   failed send leaves the task ``pending``; maintenance re-sends after the lease.
 
-A send follows a commit (submit, retry, lease recovery): database trouble while
-taking the lease or marking the send is logged and left to maintenance like a
-failed send — the task exists, so the request that created it must not fail.
+A send follows a commit (submit, retry, lease recovery): any database error while
+taking the lease or marking the send — busy, out of reach, or an error of its own
+(a full disk, a failing trigger) — is logged and left to maintenance like a failed
+send: the task exists, so the request that created it must not fail.
 """
 
 from __future__ import annotations
@@ -41,6 +42,10 @@ from .states import DELIVERY_LEASE_SECONDS, FIRST_ROUND, UNCLAIMED_RESEND_SECOND
 
 log = logging.getLogger(__name__)
 
+# What the database may answer to a write that follows the commit: whatever it is, the committed
+# task stands and maintenance finishes its delivery (only the error's class name is logged).
+AFTER_COMMIT_ERRORS: tuple[type[BaseException], ...] = (asyncpg.PostgresError, *UNAVAILABLE_ERRORS)
+
 
 async def _send_and_mark(pool: asyncpg.Pool, queue: TaskQueue, task_id: UUID, dispatch_version: int,
                          token: UUID) -> bool:
@@ -51,7 +56,7 @@ async def _send_and_mark(pool: asyncpg.Pool, queue: TaskQueue, task_id: UUID, di
         return False
     try:
         await pool.execute(Q.mark_queued, task_id, token)
-    except UNAVAILABLE_ERRORS as error:
+    except AFTER_COMMIT_ERRORS as error:
         # Sent but not marked: still pending under our lease; after it, maintenance re-sends the same round.
         log.warning("task %s: sent, queued mark failed (%s)", task_id, type(error).__name__)
     return True
@@ -65,7 +70,7 @@ async def send_submitted(pool: asyncpg.Pool, queue: TaskQueue, task_id: UUID, to
         log.warning("task %s: send failed (%s); maintenance re-sends it", task_id, type(error).__name__)
         try:
             await pool.execute(Q.unsent, task_id, token)
-        except UNAVAILABLE_ERRORS as trouble:
+        except AFTER_COMMIT_ERRORS as trouble:
             # Left queued: maintenance re-sends it once it has been unclaimed for 2 minutes.
             log.warning("task %s: unsent mark failed (%s)", task_id, type(trouble).__name__)
         return False
@@ -77,7 +82,7 @@ async def dispatch(pool: asyncpg.Pool, queue: TaskQueue, task_id: UUID) -> bool:
     token = uuid.uuid4()
     try:
         version = await pool.fetchval(Q.take_delivery_lease, task_id, token, DELIVERY_LEASE_SECONDS)
-    except UNAVAILABLE_ERRORS as error:
+    except AFTER_COMMIT_ERRORS as error:
         log.warning("task %s: delivery lease not taken (%s); maintenance sends it", task_id, type(error).__name__)
         return False
     if version is None:

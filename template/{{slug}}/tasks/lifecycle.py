@@ -17,6 +17,7 @@ import msgspec
 
 from ..auth import accounts
 from ..db.pool import transaction
+from ..files import store as files
 from ..files.objects import ObjectStore
 from ..settings import FilesPolicy
 from . import billing, delivery
@@ -168,18 +169,23 @@ async def recover_expired_leases(pool: asyncpg.Pool, queue: TaskQueue | None, ba
             if row is None:  # settled meanwhile, or another maintainer has it
                 continue
             task_id, version = row["id"], row["lease_version"]
+            # The lost attempt ends now, and its result reservation goes back to the quota in this
+            # transaction: the new round may be claimed the moment this commits, and its own
+            # reservation must find the room (the object, if one was written, is an orphan now).
+            reconcile = row["cancel_requested_at"] is None and not known(row["processor"], row["processor_version"])
+            reserved = await conn.fetchval(Q.end_lost_attempt, task_id, version,
+                                           "reconciling" if reconcile else "lease_expired",
+                                           ErrorCode.LEASE_EXPIRED.value)
+            if reserved is not None:
+                await files.drop_uploading(conn, reserved)
             if row["cancel_requested_at"] is not None:
-                await conn.execute(Q.end_attempt, task_id, version, "lease_expired", ErrorCode.LEASE_EXPIRED.value)
                 await settle_canceled(conn, task_id, version)
-            elif not known(row["processor"], row["processor_version"]):
+            elif reconcile:
                 await conn.execute(Q.settle_reconciling, task_id, version)
-                await conn.execute(Q.end_attempt, task_id, version, "reconciling", ErrorCode.LEASE_EXPIRED.value)
             elif row["attempt_count"] < row["max_attempts"]:
                 await conn.execute(Q.settle_pending, task_id, version)
-                await conn.execute(Q.end_attempt, task_id, version, "lease_expired", ErrorCode.LEASE_EXPIRED.value)
                 redeliver.append(task_id)
             else:
-                await conn.execute(Q.end_attempt, task_id, version, "lease_expired", ErrorCode.LEASE_EXPIRED.value)
                 await settle_failed(conn, task_id, version, ErrorCode.LEASE_EXPIRED, retryable=False)
         recovered += 1
     for task_id in redeliver if queue is not None else ():

@@ -196,6 +196,13 @@ WHERE id = $1 AND status = 'running' AND lease_version = $2;
 UPDATE task_attempt SET ended_at = now(), outcome = $3, error_code = $4
 WHERE task_id = $1 AND lease_version = $2 AND ended_at IS NULL;
 
+-- name: end_lost_attempt
+-- Lease recovery: the lost attempt ends, with the result file it reserved (NULL if none): that
+-- reservation is released in the same transaction (lifecycle.recover_expired_leases).
+UPDATE task_attempt SET ended_at = now(), outcome = $3, error_code = $4
+WHERE task_id = $1 AND lease_version = $2 AND ended_at IS NULL
+RETURNING result_file_id;
+
 -- name: expired_leases
 SELECT id, owner_id FROM task
 WHERE status = 'running' AND lease_expires_at <= now()
@@ -313,16 +320,32 @@ SELECT classification, count(*) AS n FROM task_dead_letter GROUP BY classificati
 -- Every account's tasks, read through task_view: the owner's public columns, never leases,
 -- tokens, digests of the input, fingerprints or dispatch versions. The owner's email is joined in.
 
+-- name: console_states
+-- Tasks by state: every active one (task_owner_active_idx holds only those) and those finished
+-- in the last 24 hours (task_finished_idx); never the whole history, which is kept for
+-- [tasks] history_days. finished_at is set exactly on terminal tasks (0004), so none counts twice.
+SELECT status, count(*) AS n FROM task WHERE task_is_active(status) GROUP BY status
+UNION ALL
+SELECT status, count(*) AS n FROM task WHERE finished_at > now() - interval '24 hours' GROUP BY status;
+
 -- name: console_finished_last_hour
--- Every minute of the last hour (the current one last), with the tasks that finished in it.
+-- Every minute of the last hour (the current one last), with the tasks that finished in it: one
+-- range of task_finished_idx, counted per minute, then laid on the hour's minutes.
 SELECT m.minute,
-       count(t.id) FILTER (WHERE t.status = 'succeeded') AS succeeded,
-       count(t.id) FILTER (WHERE t.status = 'failed') AS failed,
-       count(t.id) FILTER (WHERE t.status = 'canceled') AS canceled
+       coalesce(f.succeeded, 0) AS succeeded,
+       coalesce(f.failed, 0) AS failed,
+       coalesce(f.canceled, 0) AS canceled
 FROM generate_series(date_trunc('minute', now()) - interval '59 minutes', date_trunc('minute', now()),
                      interval '1 minute') AS m (minute)
-LEFT JOIN task t ON t.finished_at >= m.minute AND t.finished_at < m.minute + interval '1 minute'
-GROUP BY m.minute
+LEFT JOIN (
+    SELECT date_trunc('minute', finished_at) AS minute,
+           count(*) FILTER (WHERE status = 'succeeded') AS succeeded,
+           count(*) FILTER (WHERE status = 'failed') AS failed,
+           count(*) FILTER (WHERE status = 'canceled') AS canceled
+    FROM task
+    WHERE finished_at >= date_trunc('minute', now()) - interval '59 minutes'
+    GROUP BY 1
+) f ON f.minute = m.minute
 ORDER BY m.minute;
 
 -- name: console_dead_letters_last_day

@@ -1,9 +1,10 @@
 """The operator console's pages (``/ops``): rendered on the server from the same reads as
 ``/api/ops``; their one script only runs the confirmed actions and the audit through that API.
 
-Behind the ``operator_only`` guard: anyone but an operator gets the 404 of a path that does not
-exist (the JSON envelope every missing path answers), never a redirect to sign in that would
-say the console is here.
+Behind the console's guards (``OPERATOR_GUARDS``, like ``/api/ops``): anyone but an operator
+gets the 404 of a path that does not exist (the JSON envelope every missing path answers), never
+a redirect to sign in that would say the console is here; an operator's views are counted
+against the account's read limit like any request.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from ..tasks.console import FinishedMinute, TaskFilter
 from ..tasks.errors import TaskNotFound
 from ..tasks.states import ACTIVE, ErrorCode, TaskStatus
 from .dependencies import CurrentAccount, DbPool, SiteSettings
-from .guards import operator_only
+from .guards import OPERATOR_GUARDS
 from .pages import page
 from .paging import Cursor, read_page
 
@@ -132,6 +133,7 @@ async def ops_task(task_id: FromPath[UUID], account: CurrentAccount, pool: DbPoo
 ops_router = Router(
     path="/",
     route_handlers=[ops_overview, ops_tasks, ops_task],
-    guards=[operator_only],
+    # Counted like the console's API: each view reads every account's tasks.
+    guards=OPERATOR_GUARDS,
     include_in_schema=False,
 )
