@@ -280,7 +280,10 @@ def cmd_dev(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=f"python -m {PACKAGE}", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog=f"python -m {PACKAGE}",
+        description="The site's commands. Each reads site.toml and the environment; without service URLs, "
+                    "the services of the `dev` running on the state folder.")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     # On every command, after its name: where `dev` keeps its data and its record.
