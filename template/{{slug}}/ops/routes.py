@@ -7,12 +7,14 @@ from datetime import datetime
 from typing import Annotated
 from uuid import UUID
 
+import asyncpg
 from litestar import Controller, get, post
 from litestar.params import FromPath, QueryParameter
 from litestar.status_codes import HTTP_200_OK
 
 from ..audit import AuditReport, run_audit
 from ..db.pool import transaction
+from ..errors import Unavailable
 from ..tasks import console, delivery
 from ..tasks.console import ConsoleTask, ConsoleTaskDetail, Overview, TaskFilter
 from ..tasks.routes import execution_available
@@ -66,8 +68,11 @@ class OpsController(Controller):
         async with transaction(pool) as conn:
             await actions.retry(conn, settings.policy.tasks, account, task_id)
         await delivery.dispatch(pool, queue, task_id)
-        async with pool.acquire() as conn:
-            return await console.task_detail(conn, task_id)
+        try:  # the retry stands whatever the database answers now: a 503 a reload resolves, never a 500
+            async with pool.acquire() as conn:
+                return await console.task_detail(conn, task_id)
+        except asyncpg.PostgresError:
+            raise Unavailable() from None
 
     @post("/tasks/{task_id:uuid}/cancel", status_code=HTTP_200_OK)
     async def cancel_task(self, task_id: FromPath[UUID], account: CurrentAccount, pool: DbPool) -> ConsoleTaskDetail:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 from uuid import UUID
 
+import asyncpg
 from litestar import Controller, Request, Response, get, post
 from litestar.connection import ASGIConnection
 from litestar.handlers import BaseRouteHandler
@@ -12,6 +14,7 @@ from litestar.status_codes import HTTP_200_OK, HTTP_201_CREATED
 
 from .. import captcha
 from ..db.pool import transaction
+from ..errors import Unavailable
 from ..ratelimits.requests import count_request
 from ..web.dependencies import CurrentAccount, DbPool, Queue, SiteSettings, client_address, runtime_of
 from ..web.guards import ACCOUNT_GUARDS, COUNTS_ITS_OWN_REQUESTS, requests_counted
@@ -19,6 +22,8 @@ from ..web.paging import Cursor, Page, read_page
 from . import delivery, store
 from .errors import TasksDisabled, TasksNotConfigured
 from .store import RetryBody, SubmitBody, TaskOut
+
+log = logging.getLogger(__name__)
 
 
 async def execution_available(connection: ASGIConnection, _: BaseRouteHandler) -> None:
@@ -29,6 +34,16 @@ async def execution_available(connection: ASGIConnection, _: BaseRouteHandler) -
     if runtime.objects is None or runtime.queue is None:
         raise TasksNotConfigured()
 
+
+async def read_back(pool: asyncpg.Pool, owner_id: UUID, task_id: UUID) -> TaskOut:
+    """The task as it stands after the request's commit. The task is there whatever the database
+    answers now: an error is a 503 that a resend with the same key (or a reload) resolves, never a 500."""
+    try:
+        async with pool.acquire() as conn:
+            return await store.get_task(conn, owner_id, task_id)
+    except asyncpg.PostgresError as error:
+        log.warning("task %s: read after the commit failed (%s)", task_id, type(error).__name__)
+        raise Unavailable() from None
 
 class TasksController(Controller):
     path = "/api/tasks"
@@ -62,8 +77,7 @@ class TasksController(Controller):
                                                                              submitted.token):
             task = None  # it may have gone back to pending
         if task is None:
-            async with pool.acquire() as conn:
-                task = await store.get_task(conn, account.id, submitted.task_id)
+            task = await read_back(pool, account.id, submitted.task_id)
         return Response(task, status_code=HTTP_201_CREATED if submitted.created else HTTP_200_OK)
 
     @get("/")
@@ -93,5 +107,4 @@ class TasksController(Controller):
         async with transaction(pool) as conn:
             await store.retry(conn, settings.policy.tasks, account.id, task_id)
         await delivery.dispatch(pool, queue, task_id)
-        async with pool.acquire() as conn:
-            return await store.get_task(conn, account.id, task_id)
+        return await read_back(pool, account.id, task_id)
