@@ -35,6 +35,8 @@ class OpsController(Controller):
     path = "/api/ops"
     tags = ["ops"]
     guards = OPERATOR_GUARDS
+    # The console hides itself behind a 404: the public document does not list it either.
+    include_in_schema = False
 
     @get("/overview")
     async def overview(self, pool: DbPool) -> Overview:

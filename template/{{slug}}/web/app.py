@@ -7,6 +7,7 @@ from contextlib import asynccontextmanager
 
 from litestar import Litestar
 from litestar.openapi import OpenAPIConfig
+from litestar.openapi.plugins import JsonRenderPlugin
 from litestar.plugins.jinja import JinjaTemplateEngine
 from litestar.template import TemplateConfig
 
@@ -68,7 +69,10 @@ def create_app(settings: Settings) -> Litestar:
         before_send=[response_headers(settings)],
         after_exception=[count_uncounted_request],
         lifespan=[lifespan],
-        openapi_config=OpenAPIConfig(title=settings.site.name, version="1.0.0", path="/schema"),
+        # Only the document (/schema and /schema/openapi.json): Litestar's viewers load their scripts
+        # from CDNs, which the CSP refuses, and no package ships them for offline use.
+        openapi_config=OpenAPIConfig(title=settings.site.name, version="1.0.0", path="/schema",
+                                     render_plugins=[JsonRenderPlugin()]),
         template_config=TemplateConfig(directory=TEMPLATES, engine=JinjaTemplateEngine),
         request_max_body_size=MAX_JSON_BODY,
         logging_config=None,

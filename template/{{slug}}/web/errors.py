@@ -82,7 +82,11 @@ def handle_http_exception(request: Request, error: HTTPException) -> Response:
     if isinstance(error, NotFoundException):
         return site_error_response(NotFound())
     if isinstance(error, MethodNotAllowedException):
-        return site_error_response(MethodNotAllowed())
+        # RFC 9110: a 405 says which methods the resource has (the router's Allow header).
+        allow = (error.headers or {}).get("allow")
+        refused = MethodNotAllowed()
+        return envelope(refused.domain, refused.code, refused.message, refused.status,
+                        {"Allow": allow} if allow else None)
     if error.status_code == HTTP_413_REQUEST_ENTITY_TOO_LARGE:
         return site_error_response(PayloadTooLarge())
     if error.status_code == 400:  # e.g. a body that is not JSON at all
