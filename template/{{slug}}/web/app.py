@@ -25,6 +25,7 @@ from .errors import EXCEPTION_HANDLERS
 from .guards import count_uncounted_request
 from .health import healthz, readyz
 from .middleware import OriginCheckMiddleware, RequestIdMiddleware, response_headers
+from .openapi import StrictStructSchemaPlugin
 from .ops_pages import ops_router
 from .pages import TEMPLATES, pages_router, static_files
 
@@ -73,6 +74,7 @@ def create_app(settings: Settings) -> Litestar:
         # from CDNs, which the CSP refuses, and no package ships them for offline use.
         openapi_config=OpenAPIConfig(title=settings.site.name, version="1.0.0", path="/schema",
                                      render_plugins=[JsonRenderPlugin()]),
+        plugins=[StrictStructSchemaPlugin()],
         template_config=TemplateConfig(directory=TEMPLATES, engine=JinjaTemplateEngine),
         request_max_body_size=MAX_JSON_BODY,
         logging_config=None,
