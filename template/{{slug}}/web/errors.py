@@ -64,7 +64,7 @@ def handle_site_error(request: Request, error: SiteError) -> Response:
 
 
 # msgspec quotes a pattern it did not match; the schema shows the pattern, the message need not.
-_PATTERN = re.compile(r"matching regex '.*'", re.DOTALL)
+_PATTERN = re.compile(r"^Expected `str` matching regex '.*'", re.DOTALL)
 
 
 def _validation_message(error: ValidationException) -> str:
@@ -74,7 +74,7 @@ def _validation_message(error: ValidationException) -> str:
     parts = []
     for item in details[:3]:
         if isinstance(item, dict):
-            text = _PATTERN.sub("in the format the API schema gives", str(item.get("message", "")).strip())
+            text = _PATTERN.sub("not in the expected form", str(item.get("message", "")).strip())
             key = item.get("key")
             if text:
                 parts.append(f"{key}: {text}" if key and key not in text else text)
