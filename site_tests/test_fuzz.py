@@ -1,10 +1,12 @@
-"""Fuzzing every site's API from its own OpenAPI schema (schemathesis): no 5xx, every error in the envelope.
+"""Fuzzing every site's API from its own OpenAPI schema (schemathesis) with every check it has:
+no 5xx, every answer (errors included) one the document describes, schema-valid requests accepted
+and schema-violating ones refused, 405 with ``Allow``; every error in the envelope.
 
-One signed-in account per site, made an operator (through the site's own command line) so the
-console's ``/api/ops`` routes are fuzzed past their guard too; operations that end the session (logout,
-password change, account deletion) are left to the scenario tests so they do
-not sign the fuzzer out halfway. The counts of each run are written to
-``<state>/fuzz/<site>-<worker>.json``.
+One signed-in account per site, made an operator (through the site's own command line) so it reads
+the operators' document (the public one plus the console's ``/api/ops`` routes) and the console is
+fuzzed past its guard too; operations that end the session (logout, password change, account
+deletion) are left to the scenario tests so they do not sign the fuzzer out halfway. The counts of
+each run are written to ``<state>/fuzz/<site>-<worker>.json``.
 """
 
 from __future__ import annotations
@@ -54,14 +56,15 @@ def _session(site: SiteRecord) -> requests.Session:
 
 
 def _fuzz_test(site: SiteRecord):
+    session = _session(site)
+    # The operators' document: the public one (/schema/openapi.json) and the console's routes.
     schema = (
-        schemathesis.openapi.from_url(f"{site.base_url}/schema/openapi.json", verify=site.ca_file or True,
-                                      config=CONFIG)
+        schemathesis.openapi.from_url(f"{site.base_url}/api/ops/openapi.json", verify=site.ca_file or True,
+                                      config=CONFIG, cookies=session.cookies)
         .exclude(path="/api/auth/logout")
         .exclude(path="/api/me/password")
         .exclude(method="DELETE", path="/api/me")
     )
-    session = _session(site)
     seen: collections.Counter[str] = collections.Counter()
     worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
     out = Path(os.environ["SITEKIT_STATE"]) / "fuzz" / f"{site.slug}-{worker}.json"

@@ -1,4 +1,4 @@
-"""How the OpenAPI document describes the API's error answers.
+"""How the OpenAPI document describes the API's error answers, and who is shown which document.
 
 Every route lists the errors it can answer with (``responses=answers(...)``): each status is
 documented with the one envelope ``{"error": {"domain", "code", "message"}}``, the codes
@@ -10,13 +10,15 @@ all of schemathesis' checks (an answer the document does not describe fails it).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
+from litestar import Request, get
 
 # Litestar's own Struct schema plugin, extended below; it exports no public name for it.
 from litestar._openapi.schema_generation.plugins.struct import StructSchemaPlugin
 from litestar.openapi import ResponseSpec
+from litestar.openapi.plugins import JsonRenderPlugin
 from litestar.openapi.spec import Example
 
 from ..errors import (
@@ -29,6 +31,7 @@ from ..errors import (
     Unavailable,
     ValidationFailed,
 )
+from .guards import OPERATOR_GUARDS
 
 if TYPE_CHECKING:
     from litestar._openapi.schema_generation import SchemaCreator
@@ -105,3 +108,51 @@ class StrictStructSchemaPlugin(StructSchemaPlugin):
         schema = super().to_openapi_schema(field_definition, schema_creator)
         schema.additional_properties = False
         return schema
+
+
+# The operator console's routes: in the operators' document, never in the public one.
+CONSOLE_PREFIX = "/api/ops/"
+CONSOLE_TAG = "ops"
+
+
+def _references(node: Any) -> set[str]:
+    if isinstance(node, dict):
+        found = {node["$ref"].rsplit("/", 1)[1]} if isinstance(node.get("$ref"), str) else set()
+        return found.union(*(_references(value) for value in node.values()))
+    if isinstance(node, list):
+        return set().union(*(_references(value) for value in node))
+    return set()
+
+
+def public_document(document: dict[str, Any]) -> dict[str, Any]:
+    """The document without the console: its paths, its tag and the schemas only it uses. The
+    console answers 404 to anyone but an operator; the public document does not give it away."""
+    paths = {path: item for path, item in document.get("paths", {}).items() if not path.startswith(CONSOLE_PREFIX)}
+    schemas = document.get("components", {}).get("schemas", {})
+    kept: set[str] = set()
+    pending = _references(paths)
+    while pending:
+        name = pending.pop()
+        if name not in kept and name in schemas:
+            kept.add(name)
+            pending |= _references(schemas[name])
+    public = {**document, "paths": paths}
+    if "components" in document:
+        public["components"] = {**document["components"], "schemas": {k: v for k, v in schemas.items() if k in kept}}
+    if "tags" in document:
+        public["tags"] = [tag for tag in document["tags"] if tag.get("name") != CONSOLE_TAG]
+    return public
+
+
+class PublicJsonRenderPlugin(JsonRenderPlugin):
+    """``/schema`` and ``/schema/openapi.json``: the public document (see public_document)."""
+
+    def render(self, request: Request, openapi_schema: dict[str, Any]) -> bytes:
+        return self.render_json(request, public_document(openapi_schema))
+
+
+@get("/api/ops/openapi.json", guards=OPERATOR_GUARDS, include_in_schema=False, tags=[CONSOLE_TAG])
+async def operators_document(request: Request) -> dict[str, Any]:
+    """The whole document, console included, for an operator (anyone else: the 404 of a path that
+    does not exist)."""
+    return request.app.openapi_schema.to_schema()
