@@ -8,7 +8,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from harness import cli
+from harness import KIT_ROOT, cli
 from harness.bench import bare_worker, ceiling, compare, measure, naive_site, reference, results, tables
 from harness.bench.accounts import input_text, normalized, submit_body
 from harness.bench.api import accounts_needed
@@ -315,14 +315,19 @@ def test_api_phase_spreads_submits_below_the_active_limit() -> None:
 
 
 def test_list_cursor_is_the_sites_keyset_shape() -> None:
-    import base64
+    import importlib.util
     from datetime import UTC, datetime
     from uuid import UUID
 
+    # The site's own paging module (it imports nothing of the site), so the two cannot drift.
+    paging_py = KIT_ROOT / "template" / "{{slug}}" / "web" / "paging.py"
+    spec = importlib.util.spec_from_file_location("site_paging", paging_py)
+    paging = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(paging)
     stamp, row = datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=UTC), UUID(int=7)
     cursor = cursor_for(stamp, row)
-    raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
-    assert raw == f"{stamp.isoformat()}|{row}" and "=" not in cursor
+    assert cursor == paging.encode_cursor(stamp, row)
+    assert paging.decode_cursor(cursor) == (stamp, row)
 
 
 def test_pgbench_output_is_parsed() -> None:

@@ -8,9 +8,8 @@ it would see a long history, without running 100 000 tasks first.
 
 from __future__ import annotations
 
-import base64
 import time
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from uuid import UUID
 
 import asyncpg
@@ -34,9 +33,9 @@ FRESH = {
 
 
 def cursor_for(created_at: datetime, row_id: UUID) -> str:
-    """The site's keyset cursor (web/paging.py); the deep page's first row proves it still matches."""
-    raw = f"{created_at.isoformat()}|{row_id}".encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+    """The site's keyset cursor (web/paging.py: microseconds since 1970 UTC, then the row id in
+    hex); the deep page's first row proves it still matches."""
+    return f"{(created_at - datetime(1970, 1, 1, tzinfo=UTC)) // timedelta(microseconds=1)}-{row_id.hex}"
 
 
 async def seed(conn: asyncpg.Connection, owner: UUID, total: int) -> None:

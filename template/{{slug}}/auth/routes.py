@@ -11,15 +11,18 @@ from litestar.params import JSONBody
 from litestar.status_codes import HTTP_200_OK, HTTP_201_CREATED, HTTP_204_NO_CONTENT
 
 from ..db.pool import transaction
+from ..errors import EmailTaken, RateLimited, Unauthenticated
 from ..files import store as files
 from ..files.errors import StorageUnavailable
 from ..settings import Settings
 from ..web.dependencies import CurrentAccount, DbPool, ObjectsIfAny, SiteSettings, client_address
 from ..web.guards import ACCOUNT_GUARDS
+from ..web.openapi import JSON_BODY, MUTATION, SIGNED_IN, answers
 from .accounts import (
     AccountDeletion,
     Credentials,
     PasswordChange,
+    Registration,
     authenticate,
     change_password,
     check_password,
@@ -71,8 +74,8 @@ class AuthController(Controller):
     path = "/api/auth"
     tags = ["auth"]
 
-    @post("/register", status_code=HTTP_201_CREATED)
-    async def register(self, request: Request, data: JSONBody[Credentials], pool: DbPool,
+    @post("/register", status_code=HTTP_201_CREATED, responses=answers(*MUTATION, *JSON_BODY, EmailTaken, RateLimited))
+    async def register(self, request: Request, data: JSONBody[Registration], pool: DbPool,
                        settings: SiteSettings) -> Response[AccountOut]:
         """Create a personal account and sign it in. Throttled per client address."""
         email = normalise_email(data.email)
@@ -85,7 +88,7 @@ class AuthController(Controller):
             token = await start_session(conn, settings, account.id)
         return _with_session(settings, account, token, HTTP_201_CREATED)
 
-    @post("/login", status_code=HTTP_200_OK)
+    @post("/login", status_code=HTTP_200_OK, responses=answers(*MUTATION, *JSON_BODY, Unauthenticated, RateLimited))
     async def login(self, request: Request, data: JSONBody[Credentials], pool: DbPool,
                     settings: SiteSettings) -> Response[AccountOut]:
         """Sign in with email and password; a fresh session token every time. Throttled per account and address."""
@@ -96,7 +99,7 @@ class AuthController(Controller):
             token = await start_session(conn, settings, account.id)
         return _with_session(settings, account, token, HTTP_200_OK)
 
-    @post("/logout", status_code=HTTP_204_NO_CONTENT)
+    @post("/logout", status_code=HTTP_204_NO_CONTENT, responses=answers(*MUTATION))
     async def logout(self, request: Request, pool: DbPool, settings: SiteSettings) -> Response[None]:
         """Revoke the current session server-side and clear the cookie."""
         token = request.cookies.get(settings.session_cookie)
@@ -111,12 +114,12 @@ class MeController(Controller):
     tags = ["auth"]
     guards = ACCOUNT_GUARDS
 
-    @get("/")
+    @get("/", responses=answers(*SIGNED_IN))
     async def me(self, account: CurrentAccount) -> AccountOut:
         """The signed-in account."""
         return AccountOut(id=account.id, email=account.email)
 
-    @post("/password", status_code=HTTP_200_OK)
+    @post("/password", status_code=HTTP_200_OK, responses=answers(*SIGNED_IN, *MUTATION, *JSON_BODY))
     async def change_password(self, request: Request, data: JSONBody[PasswordChange], account: CurrentAccount,
                               pool: DbPool, settings: SiteSettings) -> Response[AccountOut]:
         """Change the password: every session of the account ends; this client gets a new one."""
@@ -131,7 +134,7 @@ class MeController(Controller):
             token = await start_session(conn, settings, account.id)
         return _with_session(settings, account, token, HTTP_200_OK)
 
-    @delete("/", status_code=HTTP_204_NO_CONTENT)
+    @delete("/", status_code=HTTP_204_NO_CONTENT, responses=answers(*SIGNED_IN, *MUTATION, *JSON_BODY))
     async def delete_me(self, request: Request, data: JSONBody[AccountDeletion], account: CurrentAccount,
                         pool: DbPool, objects: ObjectsIfAny, settings: SiteSettings) -> Response[None]:
         """Delete the account and all its data, after confirming the password.

@@ -12,20 +12,36 @@ import msgspec
 from litestar import Controller, Request, Response, delete, get, post
 from litestar.connection import ASGIConnection
 from litestar.handlers import BaseRouteHandler
+from litestar.openapi import ResponseSpec
 from litestar.params import FromPath, QueryParameter
 from litestar.response import Stream
 from litestar.status_codes import HTTP_201_CREATED, HTTP_202_ACCEPTED, HTTP_204_NO_CONTENT
 
+from ..errors import PayloadTooLarge
 from ..settings import FilesPolicy
 from ..web.dependencies import CurrentAccount, DbPool, Objects, SiteSettings, runtime_of
 from ..web.guards import ACCOUNT_GUARDS
+from ..web.openapi import MUTATION, PARAMETERS, SIGNED_IN, answers
 from ..web.paging import Cursor, Page, read_page
 from . import store
 from .body import receive_form, receive_raw
 from .deletion import delete_file
-from .errors import FileContentLost, FilesDisabled, FilesNotConfigured, FileTooLarge, UploadTooSlow
+from .errors import (
+    FileContentLost,
+    FileInUse,
+    FileNotFound,
+    FileRejected,
+    FilesDisabled,
+    FilesNotConfigured,
+    FileTooLarge,
+    QuotaExceeded,
+    StorageUnavailable,
+    UploadsBusy,
+    UploadTooSlow,
+)
 from .names import clean_content_type, clean_name, content_disposition
 from .objects import ObjectMissing
+from .openapi import NAME_QUERY_CHARS, upload_operation
 from .slots import UploadSlots
 from .store import FileOut
 from .uploads import check_headroom, store_upload
@@ -61,9 +77,11 @@ def upload_route(policy: FilesPolicy):
 
     @post("/api/files", status_code=HTTP_201_CREATED, tags=["files"],
           guards=[*ACCOUNT_GUARDS, files_enabled, storage_configured],
-          request_max_body_size=policy.max_file_bytes + MULTIPART_OVERHEAD)
+          request_max_body_size=policy.max_file_bytes + MULTIPART_OVERHEAD, operation_class=upload_operation(policy),
+          responses=answers(*SIGNED_IN, *MUTATION, FilesDisabled, FilesNotConfigured, FileRejected, FileTooLarge,
+                            PayloadTooLarge, QuotaExceeded, UploadsBusy, UploadTooSlow, StorageUnavailable))
     async def upload_file(request: Request, account: CurrentAccount, pool: DbPool, objects: Objects,
-                          name: Annotated[str | None, QueryParameter(max_length=1024)] = None) -> FileOut:
+                          name: Annotated[str | None, QueryParameter(max_length=NAME_QUERY_CHARS)] = None) -> FileOut:
         """Store a file: raw body (``?name=`` + Content-Type) or a multipart form (field ``file``)."""
         form = request.content_type[0] == "multipart/form-data"
         header = request.headers.get("content-type") or ""
@@ -106,19 +124,21 @@ class FilesController(Controller):
     tags = ["files"]
     guards = ACCOUNT_GUARDS
 
-    @get("/")
+    @get("/", responses=answers(*SIGNED_IN, *PARAMETERS))
     async def list_files(self, account: CurrentAccount, pool: DbPool, cursor: Cursor = None) -> Page[FileOut]:
         """Ready, unexpired files of the signed-in account, newest first, 20 a page."""
         return await read_page(pool, cursor,
                                lambda conn, after, limit: store.list_ready(conn, account.id, after, limit),
                                key=lambda file: (file.created_at, file.id))
 
-    @get("/{file_id:uuid}")
+    @get("/{file_id:uuid}", responses=answers(*SIGNED_IN, *PARAMETERS, FileNotFound))
     async def get_file(self, file_id: FromPath[UUID], account: CurrentAccount, pool: DbPool) -> FileOut:
         async with pool.acquire() as conn:
             return (await store.get_ready(conn, file_id, account.id)).public
 
-    @get("/{file_id:uuid}/preview", guards=[storage_configured])
+    @get("/{file_id:uuid}/preview", guards=[storage_configured],
+         responses=answers(*SIGNED_IN, *PARAMETERS, FilesNotConfigured, FileNotFound, FileContentLost,
+                           StorageUnavailable))
     async def preview_file(self, file_id: FromPath[UUID], account: CurrentAccount, pool: DbPool,
                            objects: Objects) -> Preview:
         """The first 64 KiB as UTF-8 text; undecodable bytes are reported, not fatal."""
@@ -137,7 +157,9 @@ class FilesController(Controller):
             text, encoding_error = data.decode("utf-8", errors="replace"), True
         return Preview(text=text, truncated=truncated, encoding_error=encoding_error)
 
-    @get("/{file_id:uuid}/content", guards=[storage_configured])
+    @get("/{file_id:uuid}/content", guards=[storage_configured],
+         responses=answers(*SIGNED_IN, *PARAMETERS, FilesNotConfigured, FileNotFound, FileContentLost,
+                           StorageUnavailable))
     async def download_file(self, file_id: FromPath[UUID], account: CurrentAccount, pool: DbPool, objects: Objects,
                             settings: SiteSettings) -> Stream:
         """The exact bytes, as an attachment."""
@@ -161,7 +183,10 @@ class FilesController(Controller):
             },
         )
 
-    @delete("/{file_id:uuid}", status_code=HTTP_202_ACCEPTED, guards=[storage_configured])
+    @delete("/{file_id:uuid}", status_code=HTTP_202_ACCEPTED, guards=[storage_configured],
+            responses={204: ResponseSpec(None, description="The file and its contents are gone."),
+                       **answers(*SIGNED_IN, *MUTATION, *PARAMETERS, FilesNotConfigured, FileNotFound,
+                                 FileInUse)})
     async def delete_file(self, file_id: FromPath[UUID], account: CurrentAccount, pool: DbPool,
                           objects: Objects) -> Response:
         """204 when the file is gone; 202 when storage failed and maintenance will finish the removal."""

@@ -9,18 +9,30 @@ import asyncpg
 from litestar import Controller, Request, Response, get, post
 from litestar.connection import ASGIConnection
 from litestar.handlers import BaseRouteHandler
+from litestar.openapi import ResponseSpec
 from litestar.params import FromPath, JSONBody
 from litestar.status_codes import HTTP_200_OK, HTTP_201_CREATED
 
 from .. import captcha
+from ..charges.ledger import InsufficientCredits
 from ..db.pool import transaction
-from ..errors import Unavailable
+from ..errors import CaptchaFailed, Unavailable
+from ..files.errors import FileNotFound
 from ..ratelimits.requests import count_request
 from ..web.dependencies import CurrentAccount, DbPool, Queue, SiteSettings, client_address, runtime_of
 from ..web.guards import ACCOUNT_GUARDS, COUNTS_ITS_OWN_REQUESTS, requests_counted
+from ..web.openapi import JSON_BODY, MUTATION, PARAMETERS, SIGNED_IN, answers
 from ..web.paging import Cursor, Page, read_page
 from . import delivery, store
-from .errors import TasksDisabled, TasksNotConfigured
+from .errors import (
+    ActiveLimit,
+    NotRetryable,
+    RequestConflict,
+    TaskNotFound,
+    TaskRejected,
+    TasksDisabled,
+    TasksNotConfigured,
+)
 from .store import RetryBody, SubmitBody, TaskOut
 
 log = logging.getLogger(__name__)
@@ -45,12 +57,20 @@ async def read_back(pool: asyncpg.Pool, owner_id: UUID, task_id: UUID) -> TaskOu
         log.warning("task %s: read after the commit failed (%s)", task_id, type(error).__name__)
         raise Unavailable() from None
 
+
+# What the execution_available guard answers.
+EXECUTION = (TasksDisabled, TasksNotConfigured)
+
+
 class TasksController(Controller):
     path = "/api/tasks"
     tags = ["tasks"]
     guards = ACCOUNT_GUARDS
 
-    @post("/", status_code=HTTP_201_CREATED, guards=[execution_available], opt={COUNTS_ITS_OWN_REQUESTS: True})
+    @post("/", status_code=HTTP_201_CREATED, guards=[execution_available], opt={COUNTS_ITS_OWN_REQUESTS: True},
+          responses={200: ResponseSpec(TaskOut, description="The task this requestKey already started (nothing new)."),
+                     **answers(*SIGNED_IN, *MUTATION, *JSON_BODY, *EXECUTION, CaptchaFailed, FileNotFound,
+                               TaskRejected, RequestConflict, ActiveLimit, InsufficientCredits)})
     async def submit_task(self, request: Request, data: JSONBody[SubmitBody], account: CurrentAccount,
                           pool: DbPool, queue: Queue, settings: SiteSettings) -> Response[TaskOut]:
         """Start a task; 201 when new, 200 with the existing task when the request key was seen with this input."""
@@ -80,26 +100,29 @@ class TasksController(Controller):
             task = await read_back(pool, account.id, submitted.task_id)
         return Response(task, status_code=HTTP_201_CREATED if submitted.created else HTTP_200_OK)
 
-    @get("/")
+    @get("/", responses=answers(*SIGNED_IN, *PARAMETERS))
     async def list_tasks(self, account: CurrentAccount, pool: DbPool, cursor: Cursor = None) -> Page[TaskOut]:
         """The signed-in account's tasks, newest first, 20 a page (keyset on createdAt and id)."""
         return await read_page(pool, cursor,
                                lambda conn, after, limit: store.list_tasks(conn, account.id, after, limit),
                                key=lambda task: (task.created_at, task.id))
 
-    @get("/{task_id:uuid}")
+    @get("/{task_id:uuid}", responses=answers(*SIGNED_IN, *PARAMETERS, TaskNotFound))
     async def get_task(self, task_id: FromPath[UUID], account: CurrentAccount, pool: DbPool) -> TaskOut:
         async with pool.acquire() as conn:
             return await store.get_task(conn, account.id, task_id)
 
-    @post("/{task_id:uuid}/cancel", status_code=HTTP_200_OK)
+    @post("/{task_id:uuid}/cancel", status_code=HTTP_200_OK,
+          responses=answers(*SIGNED_IN, *MUTATION, *PARAMETERS, TaskNotFound))
     async def cancel_task(self, task_id: FromPath[UUID], account: CurrentAccount, pool: DbPool) -> TaskOut:
         """Waiting: canceled now. Running: cancel requested, settled by the executor. Finished: unchanged."""
         async with transaction(pool) as conn:
             await store.cancel(conn, account.id, task_id)
             return await store.get_task(conn, account.id, task_id)
 
-    @post("/{task_id:uuid}/retry", status_code=HTTP_200_OK, guards=[execution_available])
+    @post("/{task_id:uuid}/retry", status_code=HTTP_200_OK, guards=[execution_available],
+          responses=answers(*SIGNED_IN, *MUTATION, *JSON_BODY, *EXECUTION, CaptchaFailed, TaskNotFound,
+                            NotRetryable, ActiveLimit, InsufficientCredits))
     async def retry_task(self, request: Request, task_id: FromPath[UUID], account: CurrentAccount, pool: DbPool,
                          queue: Queue, settings: SiteSettings, data: JSONBody[RetryBody | None] = None) -> TaskOut:
         """Run a failed task again, if its failure allows it and attempts remain (the budget is not reset)."""

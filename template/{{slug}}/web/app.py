@@ -24,6 +24,7 @@ from .errors import EXCEPTION_HANDLERS
 from .guards import count_uncounted_request
 from .health import healthz, readyz
 from .middleware import OriginCheckMiddleware, RequestIdMiddleware, response_headers
+from .openapi import PublicJsonRenderPlugin, StrictStructSchemaPlugin, operators_document
 from .ops_pages import ops_router
 from .pages import TEMPLATES, pages_router, static_files
 
@@ -55,6 +56,7 @@ def create_app(settings: Settings) -> Litestar:
             TasksController,
             get_credits,
             OpsController,
+            operators_document,
             metrics,
             healthz,
             readyz,
@@ -68,7 +70,11 @@ def create_app(settings: Settings) -> Litestar:
         before_send=[response_headers(settings)],
         after_exception=[count_uncounted_request],
         lifespan=[lifespan],
-        openapi_config=OpenAPIConfig(title=settings.site.name, version="1.0.0", path="/schema"),
+        # Only the document (/schema and /schema/openapi.json), without the console: Litestar's viewers
+        # load their scripts from CDNs, which the CSP refuses, and no package ships them for offline use.
+        openapi_config=OpenAPIConfig(title=settings.site.name, version="1.0.0", path="/schema",
+                                     render_plugins=[PublicJsonRenderPlugin()]),
+        plugins=[StrictStructSchemaPlugin()],
         template_config=TemplateConfig(directory=TEMPLATES, engine=JinjaTemplateEngine),
         request_max_body_size=MAX_JSON_BODY,
         logging_config=None,

@@ -12,6 +12,7 @@ message or stack, which may hold provider responses or data.
 from __future__ import annotations
 
 import logging
+import re
 from typing import Any
 
 from litestar import MediaType, Request, Response
@@ -62,6 +63,10 @@ def handle_site_error(request: Request, error: SiteError) -> Response:
     return site_error_response(error)
 
 
+# msgspec quotes a pattern it did not match; the schema shows the pattern, the message need not.
+_PATTERN = re.compile(r"^Expected `str` matching regex '.*'", re.DOTALL)
+
+
 def _validation_message(error: ValidationException) -> str:
     # Litestar's extra holds msgspec's messages ("Expected `int`, got `str` - at `$.size`"):
     # they name the field and the expectation, never server internals.
@@ -69,7 +74,7 @@ def _validation_message(error: ValidationException) -> str:
     parts = []
     for item in details[:3]:
         if isinstance(item, dict):
-            text = str(item.get("message", "")).strip()
+            text = _PATTERN.sub("not in the expected form", str(item.get("message", "")).strip())
             key = item.get("key")
             if text:
                 parts.append(f"{key}: {text}" if key and key not in text else text)
@@ -82,7 +87,11 @@ def handle_http_exception(request: Request, error: HTTPException) -> Response:
     if isinstance(error, NotFoundException):
         return site_error_response(NotFound())
     if isinstance(error, MethodNotAllowedException):
-        return site_error_response(MethodNotAllowed())
+        # RFC 9110: a 405 says which methods the resource has (the router's Allow header).
+        allow = (error.headers or {}).get("allow")
+        refused = MethodNotAllowed()
+        return envelope(refused.domain, refused.code, refused.message, refused.status,
+                        {"Allow": allow} if allow else None)
     if error.status_code == HTTP_413_REQUEST_ENTITY_TOO_LARGE:
         return site_error_response(PayloadTooLarge())
     if error.status_code == 400:  # e.g. a body that is not JSON at all

@@ -8,13 +8,14 @@ guards (files enabled, storage configured, execution available) live with their 
 from __future__ import annotations
 
 import logging
+import re
 
 from litestar.connection import ASGIConnection
 from litestar.handlers import BaseRouteHandler
-from litestar.types import Scope
+from litestar.types import Guard, Scope
 
 from ..auth import accounts
-from ..errors import NotFound, RateLimited, Unauthenticated
+from ..errors import NotFound, RateLimited, Unauthenticated, ValidationFailed
 from ..ratelimits.requests import count_request
 from .dependencies import runtime_of, session_account
 
@@ -82,6 +83,24 @@ async def operator_only(connection: ASGIConnection, _: BaseRouteHandler) -> None
     if account is None or not await accounts.is_operator(runtime_of(connection).pool, account.id):
         raise NotFound()
     connection.state.account = account
+
+
+# RFC 3339's date-time, the "date-time" format of JSON Schema and so of the document.
+RFC3339 = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?"
+                     r"([Zz]|[+-][0-9]{2}:[0-9]{2})$")
+
+
+def rfc3339_query(*names: str) -> Guard:
+    """Query parameters the document gives as date-times take only those: Litestar's lax decoding
+    would also read a number as a Unix time, or a time without its offset as local."""
+
+    async def date_times_only(connection: ASGIConnection, _: BaseRouteHandler) -> None:
+        for name in names:
+            for value in connection.query_params.getall(name, []):
+                if not RFC3339.match(value):
+                    raise ValidationFailed(f"{name}: not a date-time with its offset (e.g. 2026-01-31T09:00:00Z)")
+
+    return date_times_only
 
 
 # Every signed-in API route: authenticate, then count.

@@ -9,6 +9,7 @@ from typing import Literal
 import msgspec
 from litestar import Request, Response, get
 from litestar.datastructures import State
+from litestar.openapi import ResponseSpec
 from litestar.status_codes import HTTP_200_OK, HTTP_503_SERVICE_UNAVAILABLE
 
 from ..runtime import Runtime
@@ -47,7 +48,8 @@ async def _database_ok(runtime: Runtime) -> bool:
         return False
 
 
-@get("/readyz", tags=["health"])
+@get("/readyz", tags=["health"],
+     responses={503: ResponseSpec(Readiness, description="A service the site needs is down.")})
 async def readyz(request: Request, state: State) -> Response[Readiness]:
     """Database, broker and storage reachable (checked at most every few seconds per process).
     A service the site runs without is "absent"."""

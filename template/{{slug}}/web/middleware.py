@@ -7,6 +7,7 @@ import secrets
 import msgspec
 from litestar.enums import ScopeType
 from litestar.middleware import ASGIMiddleware
+from litestar.routes import HTTPRoute
 from litestar.types import ASGIApp, BeforeMessageSendHookHandler, Message, Receive, Scope, Send
 
 from ..errors import OriginMismatch
@@ -79,10 +80,24 @@ def security_headers(settings: Settings) -> list[tuple[bytes, bytes]]:
     return [(name.encode(), value.encode()) for name, value in headers.items()]
 
 
+def _allowed_methods(scope: Scope, cache: dict[str, bytes]) -> bytes | None:
+    """The methods of the route this request reached, for the Allow header of an OPTIONS answer.
+
+    Litestar's own OPTIONS handler lists only the methods of the first handler registered at a
+    path (a route rebuilt for a second handler keeps the first one's OPTIONS handler), so the
+    methods are read here from the app's final routes."""
+    if not cache:
+        for route in scope["app"].routes:
+            if isinstance(route, HTTPRoute):
+                cache[route.path_format] = ", ".join(sorted(route.methods)).encode()
+    return cache.get(scope.get("path_template", ""))
+
+
 def response_headers(settings: Settings) -> BeforeMessageSendHookHandler:
     """An app-level send hook: every response — errors and unknown routes included — gets the
     security headers and its request id (a handler's own value of a header wins)."""
     fixed = security_headers(settings)
+    allowed: dict[str, bytes] = {}
 
     async def add_headers(message: Message, scope: Scope) -> None:
         if message["type"] != "http.response.start":
@@ -96,6 +111,8 @@ def response_headers(settings: Settings) -> BeforeMessageSendHookHandler:
             headers.append((b"cache-control", b"no-store"))
         if rid := scope.get("state", {}).get("request_id"):
             headers.append((b"x-request-id", rid.encode()))
+        if scope.get("method") == "OPTIONS" and b"allow" in present and (methods := _allowed_methods(scope, allowed)):
+            headers = [(name, value) for name, value in headers if name.lower() != b"allow"] + [(b"allow", methods)]
         message["headers"] = headers
 
     return add_headers
