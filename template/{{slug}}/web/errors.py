@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Callable
 from typing import Any
 
 from litestar import MediaType, Request, Response
@@ -64,7 +65,31 @@ def handle_site_error(request: Request, error: SiteError) -> Response:
 
 
 # msgspec quotes a pattern it did not match; the schema shows the pattern, the message need not.
-_PATTERN = re.compile(r"^Expected `str` matching regex '.*'", re.DOTALL)
+# msgspec's messages name the field and the rule in the validator's own terms; people read words.
+_KINDS = {"str": "text", "int": "a whole number", "float": "a number", "bool": "true or false",
+          "object": "an object", "array": "a list", "null": "null", "uuid": "an id"}
+_WORDS: list[tuple[re.Pattern[str], Callable[[re.Match[str]], str]]] = [
+    (re.compile(r"^Expected `str` matching regex '.*'", re.DOTALL), lambda m: "not in the expected form"),
+    (re.compile(r"^Expected `str` of length >= (\d+)"), lambda m: f"must be at least {m[1]} characters"),
+    (re.compile(r"^Expected `str` of length <= (\d+)"), lambda m: f"must be at most {m[1]} characters"),
+    (re.compile(r"^Expected `(?:array|object)` of length >= (\d+)"), lambda m: f"must have at least {m[1]} items"),
+    (re.compile(r"^Expected `(?:array|object)` of length <= (\d+)"), lambda m: f"must have at most {m[1]} items"),
+    (re.compile(r"^Expected `(?:int|float)` >= (\S+)"), lambda m: f"must be at least {m[1]}"),
+    (re.compile(r"^Expected `(?:int|float)` <= (\S+)"), lambda m: f"must be at most {m[1]}"),
+    (re.compile(r"^Expected `(\w+)`, got `(\w+)`"),
+     lambda m: f"must be {_KINDS.get(m[1], m[1])}" + (", not a number" if m[2] in ("int", "float") else "")),
+    (re.compile(r"^Object missing required field `([^`]+)`"), lambda m: f"{m[1]} is required"),
+    (re.compile(r"^Object contains unknown field `([^`]+)`"), lambda m: f"{m[1]} is not a field here"),
+]
+
+
+def _in_words(message: str) -> tuple[str, bool]:
+    """The rule in words, and whether it names its own field (then no "key:" goes before it)."""
+    message = message.split(" - at `", 1)[0]
+    for pattern, words in _WORDS:
+        if match := pattern.match(message):
+            return words(match), pattern.pattern.startswith("^Object")
+    return message, False
 
 
 def _validation_message(error: ValidationException) -> str:
@@ -74,10 +99,10 @@ def _validation_message(error: ValidationException) -> str:
     parts = []
     for item in details[:3]:
         if isinstance(item, dict):
-            text = _PATTERN.sub("not in the expected form", str(item.get("message", "")).strip())
+            text, names_its_field = _in_words(str(item.get("message", "")).strip())
             key = item.get("key")
             if text:
-                parts.append(f"{key}: {text}" if key and key not in text else text)
+                parts.append(f"{key}: {text}" if key and key != "data" and not names_its_field else text)
     return "; ".join(parts)[:300] or ValidationFailed.default_message
 
 

@@ -61,7 +61,7 @@ class ErrorBody(msgspec.Struct, frozen=True):
 def _example(error: type[SiteError]) -> Example:
     detail: dict[str, object] = {"domain": error.domain, "code": error.code, "message": error.default_message}
     if error is RateLimited:
-        detail["retryAfterSeconds"] = RateLimited.retry_after_seconds
+        detail["retryAfterSeconds"] = RateLimited().retry_after_seconds
     if error is Internal:
         detail["requestId"] = "5f0c2a9e41d7b3c8"
     return Example(summary=f"{error.domain} {error.code}", value={"error": detail})
