@@ -193,7 +193,8 @@ async def _drop_bucket(services: Services, bucket: str) -> None:
             pass
 
 
-def _clear_broker(services: Services, namespace: str, queues: tuple[str, ...]) -> None:
+def _clear_broker(services: Services, namespace: str, queues: tuple[str, ...], url: str | None = None) -> None:
+    """``url``: the harness's own credentials on the site's broker space (its vhost), if it has one."""
     if services.broker.kind == "redis":
         import redis
 
@@ -209,7 +210,7 @@ def _clear_broker(services: Services, namespace: str, queues: tuple[str, ...]) -
     else:
         import pika
 
-        connection = pika.BlockingConnection(pika.URLParameters(services.broker.url))
+        connection = pika.BlockingConnection(pika.URLParameters(url or services.broker.url))
         try:
             channel = connection.channel()
             for queue in queues:
@@ -220,7 +221,7 @@ def _clear_broker(services: Services, namespace: str, queues: tuple[str, ...]) -
 
 
 def drop_resources(services: Services, *, database: str, bucket: str, namespace: str,
-                   queues: tuple[str, ...]) -> list[str]:
+                   queues: tuple[str, ...], broker_url: str | None = None) -> list[str]:
     """Remove a database, a bucket and a broker namespace (Redis) or queues (RabbitMQ).
 
     Returns what could not be removed.
@@ -229,7 +230,7 @@ def drop_resources(services: Services, *, database: str, bucket: str, namespace:
     steps = [
         (f"database {database}", lambda: asyncio.run(drop_database(services.postgres.url, database))),
         (f"bucket {bucket}", lambda: asyncio.run(_drop_bucket(services, bucket))),
-        (f"broker namespace {namespace}", lambda: _clear_broker(services, namespace, queues)),
+        (f"broker namespace {namespace}", lambda: _clear_broker(services, namespace, queues, broker_url)),
     ]
     for what, step in steps:
         try:
@@ -243,4 +244,5 @@ def drop_resources(services: Services, *, database: str, bucket: str, namespace:
 def drop_site_resources(services: Services, site: SiteRecord) -> list[str]:
     """Remove the site's database, bucket and broker state. Returns what could not be removed."""
     return drop_resources(services, database=urlsplit(site.database_url).path.lstrip("/"), bucket=site.bucket,
-                          namespace=site.broker_namespace, queues=(site.task_queue, site.dead_queue))
+                          namespace=site.broker_namespace, queues=(site.task_queue, site.dead_queue),
+                          broker_url=site.broker_url)
