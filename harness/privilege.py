@@ -35,8 +35,9 @@ log = logging.getLogger(__name__)
 # What Dramatiq's Redis broker (its Lua dispatch script included) and the site's readiness check run.
 # KEYS is among them: Dramatiq's maintenance lists its own dead workers' acks with it, and an ACL cannot
 # narrow KEYS to a pattern, so a site can list (never read or write) the key names of another site.
+# (redis-py's CLIENT SETINFO on connect may be refused: it ignores that, and Redis 7.0 has no such command.)
 REDIS_SITE_COMMANDS = (
-    "ping", "client|setinfo", "evalsha", "script|load", "zadd", "zrangebyscore", "zrem", "smembers", "sadd",
+    "ping", "evalsha", "script|load", "zadd", "zrangebyscore", "zrem", "smembers", "sadd",
     "srem", "scard", "hexists", "hset", "hget", "hmget", "hdel", "hlen", "rpush", "lpop", "del", "keys",
 )
 GRANT_TIMEOUT = 30.0
@@ -236,10 +237,15 @@ def _drop_rabbitmq(name: str) -> None:
 async def _grant_s3(run: Services, name: str, bucket: str) -> tuple[str, str, str]:
     s3 = run.s3
     async with services.s3_client(s3) as client:
-        await client.create_bucket(Bucket=bucket)
+        try:
+            await client.create_bucket(Bucket=bucket)
+        except ClientError as error:  # two sites of a fleet may share a bucket (each under its own prefix)
+            if error.response.get("Error", {}).get("Code") not in ("BucketAlreadyOwnedByYou", "BucketAlreadyExists"):
+                raise
     if s3.pid is None or not s3.data_dir:
         return (s3.access_key_id, s3.secret_access_key,
                 "shared: the harness cannot make identities on this S3 server (the site holds the harness's keys)")
+    sharing = _bucket_holders(Path(s3.data_dir), bucket) - {name}
     key_id, secret = services.embedded().add_s3_identity(Path(s3.data_dir), s3.pid, name, bucket)
     own = msgspec.structs.replace(s3, access_key_id=key_id, secret_access_key=secret)
     deadline = time.monotonic() + GRANT_TIMEOUT
@@ -255,7 +261,17 @@ async def _grant_s3(run: Services, name: str, bucket: str) -> tuple[str, str, st
         try:
             await client.create_bucket(Bucket=f"{bucket[:40]}-probe-{secrets.token_hex(4)}")
         except ClientError as error:
-            if error.response.get("Error", {}).get("Code") == "AccessDenied":
-                return key_id, secret, ISOLATED
-            raise
-    return key_id, secret, "shared: the site's identity could create buckets"
+            if error.response.get("Error", {}).get("Code") != "AccessDenied":
+                raise
+        else:
+            return key_id, secret, "shared: the site's identity could create buckets"
+    if sharing:  # an identity is for a whole bucket: sites that share one share their objects
+        return key_id, secret, f"shared: bucket {bucket} is shared with {', '.join(sorted(sharing))}"
+    return key_id, secret, ISOLATED
+
+
+def _bucket_holders(data_dir: Path, bucket: str) -> set[str]:
+    """The identities of the S3 server allowed into ``bucket`` (the administrator's aside)."""
+    document = msgspec.json.decode((data_dir / "s3.json").read_bytes())
+    return {identity["name"] for identity in document["identities"]
+            if any(action.endswith(f":{bucket}") for action in identity.get("actions", []))}
