@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import secrets
 import shutil
 import subprocess
@@ -29,8 +28,6 @@ from botocore.exceptions import ClientError
 from . import services
 from .identifiers import quote_ident
 from .state import ISOLATED, Services
-
-log = logging.getLogger(__name__)
 
 # What Dramatiq's Redis broker (its Lua dispatch script included) and the site's readiness check run.
 # KEYS is among them: Dramatiq's maintenance lists its own dead workers' acks with it, and an ACL cannot
@@ -89,19 +86,12 @@ def record_verdicts(run: Services, verdicts: dict[str, str]) -> None:
 def revoke_site(run: Services, *, database: str, namespace: str) -> list[str]:
     """Remove the site's role, broker user or vhost (its database, bucket and keys are dropped by
     services.drop_resources). Returns what could not be removed."""
-    problems = []
     steps = [(f"role {database}", lambda: asyncio.run(_drop_role(run.postgres.url, database)))]
     if run.broker.kind == "redis":
         steps.append((f"broker user {namespace}", lambda: _drop_redis_user(run.broker.url, namespace)))
     elif _rabbitmqctl_here(run.broker.url):
         steps.append((f"vhost {namespace}", lambda: _drop_rabbitmq(namespace)))
-    for what, step in steps:
-        try:
-            step()
-        except Exception as error:
-            problems.append(f"{what}: {type(error).__name__}")
-            log.warning("could not remove %s: %s", what, type(error).__name__)
-    return problems
+    return services.remove_each(steps)
 
 
 # --- PostgreSQL ---------------------------------------------------------------------------

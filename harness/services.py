@@ -16,7 +16,7 @@ import asyncio
 import logging
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import cache
 from pathlib import Path
 from types import ModuleType
@@ -226,12 +226,17 @@ def drop_resources(services: Services, *, database: str, bucket: str, namespace:
 
     Returns what could not be removed.
     """
-    problems: list[str] = []
     steps = [
         (f"database {database}", lambda: asyncio.run(drop_database(services.postgres.url, database))),
         (f"bucket {bucket}", lambda: asyncio.run(_drop_bucket(services, bucket))),
         (f"broker namespace {namespace}", lambda: _clear_broker(services, namespace, queues, broker_url)),
     ]
+    return remove_each(steps)
+
+
+def remove_each(steps: list[tuple[str, Callable[[], object]]]) -> list[str]:
+    """Run every removal step, one failing not stopping the next; returns what could not be removed."""
+    problems: list[str] = []
     for what, step in steps:
         try:
             step()
