@@ -39,6 +39,7 @@ REDIS_SITE_COMMANDS = (
 )
 GRANT_TIMEOUT = 30.0
 _S3_CONFIG = threading.Lock()
+_CATALOG = threading.Lock()
 _VERDICTS = threading.Lock()
 
 
@@ -59,7 +60,8 @@ class Grant(msgspec.Struct):
 
 def grant_site(run: Services, *, database: str, namespace: str, bucket: str) -> Grant:
     """Create the site's database and bucket, and its own credentials for them and for the broker."""
-    database_url, database_verdict = asyncio.run(_grant_database(run, database, secrets.token_urlsafe(32)))
+    with _CATALOG:  # sites are granted in parallel; two GRANT/REVOKEs on one catalogue row would collide
+        database_url, database_verdict = asyncio.run(_grant_database(run, database, secrets.token_urlsafe(32)))
     admin_broker_url = run.broker.url
     if run.broker.kind == "redis":
         broker_url, broker_verdict = _grant_redis(run.broker.url, namespace, secrets.token_urlsafe(32))
@@ -115,8 +117,9 @@ async def _grant_database(run: Services, name: str, password: str) -> tuple[str,
                            f"NOBYPASSRLS PASSWORD {literal}")
         await conn.execute(f"CREATE DATABASE {role} OWNER {role}")
         await conn.execute(f"REVOKE ALL ON DATABASE {role} FROM PUBLIC")
-        if run.postgres.pid is not None:  # a server of the run's own: its maintenance databases are no one's
-            await conn.execute("REVOKE CONNECT ON DATABASE postgres, template1 FROM PUBLIC")
+        if run.postgres.pid is not None and await conn.fetchval(  # a server of the run's own:
+                "SELECT has_database_privilege('public', 'postgres', 'CONNECT')"):  # its maintenance databases
+            await conn.execute("REVOKE CONNECT ON DATABASE postgres, template1 FROM PUBLIC")  # are no one's
     finally:
         await conn.close()
     url = _with_credentials(run.postgres.url, name, password, "/" + name)

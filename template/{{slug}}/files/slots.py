@@ -2,7 +2,7 @@
 
 A slot is taken before a byte of the body is read and held until the object is stored, so at
 most ``[files] concurrent_uploads`` temporary files exist per process, whatever storage's
-speed. One account holds at most a quarter of them (at least one): its stalled or slow bodies
+speed. One account holds at most half of them (at least one): its stalled or slow bodies
 can never take every slot and refuse everyone else until ``receive_seconds`` ends them.
 """
 
@@ -15,7 +15,7 @@ from uuid import UUID
 
 from .errors import UploadsBusy
 
-ACCOUNT_SHARE = 4  # an account holds at most 1/ACCOUNT_SHARE of the process's slots
+ACCOUNT_SHARE = 2  # an account holds at most 1/ACCOUNT_SHARE of the process's slots
 
 
 class UploadSlots:
