@@ -22,6 +22,7 @@ import pytest
 import requests
 import schemathesis
 from hypothesis import HealthCheck, settings
+from schemathesis.specs.openapi.checks import unsupported_method
 
 from harness.proxy import tls_verify
 from harness.state import SiteRecord
@@ -80,8 +81,12 @@ def _fuzz_test(site: SiteRecord):
         out.write_text(json.dumps({"cases": sum(seen.values()), "outcomes": dict(sorted(seen.items()))}, indent=1))
         # Every check schemathesis has (as `st run --checks all`): no 5xx, and every answer — errors
         # included — is one the document describes, with the schema it gives.
-        case.validate_response(response, transport_kwargs={"base_url": site.base_url, "session": session,
-                                                           "timeout": 30, "verify": verify})
+        # Behind the proxy, nginx answers TRACE itself before any location (405, without Allow): the
+        # site never sees it. Every other undeclared method, and TRACE on the plain lane, is checked.
+        excluded = [unsupported_method] if site.ca_file and case.method.upper() == "TRACE" else []
+        case.validate_response(response, excluded_checks=excluded,
+                               transport_kwargs={"base_url": site.base_url, "session": session,
+                                                 "timeout": 30, "verify": verify})
         content_type = response.headers.get("content-type") or [""]
         if response.status_code >= 400 and content_type[0].startswith("application/json"):
             body = response.json()

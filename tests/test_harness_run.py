@@ -34,6 +34,13 @@ def test_verify_two_sites(tmp_path: Path) -> None:
     assert {name.rsplit("[", 1)[1] for name in pages} >= {"alpha]", "bravo]", "alpha-bravo]", "bravo-alpha]"}
     assert set(pages.values()) == {"passed"}, pages
     assert "PASS" in (state / "summary.txt").read_text()
+    # On the embedded services each site holds only its own keys, and the attacker's-seat scenarios ran
+    # (a shared service would have skipped them).
+    assert report["privilege"] == {"database": "isolated by privilege", "broker": "isolated by privilege",
+                                   "storage": "isolated by privilege"}
+    privilege = {c["name"]: c["outcome"] for c in report["tests"]["cases"] if ".test_privilege::" in c["name"]}
+    assert len(privilege) == 12 and set(privilege.values()) == {"passed"}, privilege
+    assert "  database: isolated by privilege" in (state / "summary.txt").read_text()
     # The short fault campaign ran on the first site, with an extra worker, and found nothing.
     chaos = report["chaos"]
     assert chaos["ok"] is True and [site["slug"] for site in chaos["sites"]] == ["alpha"]
