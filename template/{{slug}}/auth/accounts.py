@@ -17,7 +17,9 @@ from .sessions import Account, Q, end_all_sessions
 _EMAIL = re.compile(r"^[^@\s]{1,64}@[^@\s.]+(\.[^@\s.]+)+$")
 
 Password = Annotated[str, Meta(min_length=8, max_length=256)]
-Email = Annotated[str, Meta(min_length=3, max_length=254)]
+# A sign-in email is any text PostgreSQL can hold: no NUL (the schema says so; the query never sees one).
+TEXT_PATTERN = r"^[^\x00]*$"
+Email = Annotated[str, Meta(min_length=3, max_length=254, pattern=TEXT_PATTERN)]
 # What registration accepts, as the schema shows it: _EMAIL's shape once the spaces str.strip()
 # trims are gone. Spelled out rather than ``\s``, which JSON Schema's regex dialect reads differently
 # (U+001C-U+001F); controls and U+0130 (the one character whose lower case is two) are refused.

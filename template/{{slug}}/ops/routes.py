@@ -13,6 +13,7 @@ from litestar.params import FromPath, QueryParameter
 from litestar.status_codes import HTTP_200_OK
 
 from ..audit import AuditReport, run_audit
+from ..auth.accounts import TEXT_PATTERN
 from ..charges.ledger import InsufficientCredits
 from ..db.pool import transaction
 from ..errors import NotFound, RateLimited, Unavailable
@@ -30,7 +31,7 @@ from .actions import OpsAction
 
 StatusFilter = Annotated[TaskStatus | None, QueryParameter(name="status")]
 ErrorCodeFilter = Annotated[str | None, QueryParameter(name="errorCode", max_length=40)]
-EmailFilter = Annotated[str | None, QueryParameter(name="email", max_length=254)]
+EmailFilter = Annotated[str | None, QueryParameter(name="email", max_length=254, pattern=TEXT_PATTERN)]
 SinceFilter = Annotated[datetime | None, QueryParameter(name="from")]
 UntilFilter = Annotated[datetime | None, QueryParameter(name="to")]
 TaskIdFilter = Annotated[UUID | None, QueryParameter(name="taskId")]
