@@ -132,11 +132,7 @@ async def _grant_database(run: Services, name: str, password: str) -> tuple[str,
 
 
 async def _drop_role(server_url: str, name: str) -> None:
-    conn = await asyncpg.connect(server_url)
-    try:
-        await conn.execute(f"DROP ROLE IF EXISTS {quote_ident(name)}")
-    finally:
-        await conn.close()
+    await services.execute_on_server(server_url, f"DROP ROLE IF EXISTS {quote_ident(name)}")
 
 
 # --- Valkey / Redis -----------------------------------------------------------------------

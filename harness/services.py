@@ -153,20 +153,21 @@ def s3_client(s3: S3Record):
     )
 
 
-async def create_database(server_url: str, name: str) -> None:
+async def execute_on_server(server_url: str, statement: str) -> None:
+    """One statement on its own connection, outside a transaction (CREATE/DROP DATABASE, DROP ROLE)."""
     conn = await asyncpg.connect(server_url)
     try:
-        await conn.execute(f"CREATE DATABASE {quote_ident(name)}")
+        await conn.execute(statement)
     finally:
         await conn.close()
+
+
+async def create_database(server_url: str, name: str) -> None:
+    await execute_on_server(server_url, f"CREATE DATABASE {quote_ident(name)}")
 
 
 async def drop_database(server_url: str, name: str) -> None:
-    conn = await asyncpg.connect(server_url)
-    try:
-        await conn.execute(f"DROP DATABASE IF EXISTS {quote_ident(name)} WITH (FORCE)")
-    finally:
-        await conn.close()
+    await execute_on_server(server_url, f"DROP DATABASE IF EXISTS {quote_ident(name)} WITH (FORCE)")
 
 
 async def _create_site_resources(services: Services, database: str, bucket: str) -> None:

@@ -17,10 +17,7 @@ import subprocess
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
-import asyncpg
-
-from harness.identifiers import quote_ident
-from harness.services import with_database
+from harness.services import create_database, drop_database, with_database
 
 from .measure import BenchError
 from .results import Pgbench
@@ -64,17 +61,9 @@ def _pgbench(url: str, *options: str) -> str:
     return result.stdout
 
 
-async def _database(server_url: str, statement: str) -> None:
-    conn = await asyncpg.connect(server_url)
-    try:
-        await conn.execute(statement)
-    finally:
-        await conn.close()
-
-
 def pgbench(server_url: str, run_id: str, *, clients: tuple[int, ...], seconds: int) -> list[Pgbench]:
     name = f"bench_{run_id}_pgbench"
-    asyncio.run(_database(server_url, f"CREATE DATABASE {quote_ident(name)}"))
+    asyncio.run(create_database(server_url, name))
     try:
         url = with_database(server_url, name)
         _pgbench(url, "-i", "-q", "-s", str(SCALE))
@@ -85,4 +74,4 @@ def pgbench(server_url: str, run_id: str, *, clients: tuple[int, ...], seconds: 
             measured.append(Pgbench(clients=count, seconds=seconds, tps=round(parse_tps(output), 1)))
         return measured
     finally:
-        asyncio.run(_database(server_url, f"DROP DATABASE IF EXISTS {quote_ident(name)} WITH (FORCE)"))
+        asyncio.run(drop_database(server_url, name))
