@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import secrets
 import signal
 import subprocess
 import sys
@@ -55,14 +54,6 @@ async def ensure_bucket(env: dict[str, str], bucket: str) -> None:
         existing = {b["Name"] for b in (await client.list_buckets()).get("Buckets", [])}
         if bucket not in existing:
             await client.create_bucket(Bucket=bucket)
-
-
-def _secret_key(state: Path) -> str:
-    path = state / "secret_key"
-    if not path.exists():
-        path.write_text(secrets.token_urlsafe(48))
-        path.chmod(0o600)
-    return path.read_text().strip()
 
 
 def child_commands(port: int) -> dict[str, list[str]]:
@@ -125,7 +116,7 @@ def _run(settings: Settings, args: argparse.Namespace, state: Path, stop: StopOn
                 S3_SECRET_ACCESS_KEY=s3.secret_access_key,
             )
             asyncio.run(ensure_bucket(env, settings.site.bucket))
-        env.setdefault("SECRET_KEY", _secret_key(state))
+        env.setdefault("SECRET_KEY", embedded.secret_file(state / "secret_key", 48))
         if not env.get("APP_ORIGIN") and args.port:
             env["APP_ORIGIN"] = f"http://127.0.0.1:{port}"
         load_environment(env)  # refuse a bad environment before anything else starts

@@ -106,12 +106,12 @@ def stop_process(pid: int, sig: int = signal.SIGTERM, timeout: float = 20.0) -> 
     wait_until(lambda: not pid_alive(pid), 10.0, f"pid {pid} after SIGKILL")
 
 
-def secret_file(path: Path) -> str:
+def secret_file(path: Path, nbytes: int = 32) -> str:
     """A random secret kept in a file of mode 0600: made on first use, the same afterwards."""
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
         staging = path.with_name(f".{path.name}.{os.getpid()}")
-        staging.write_text(secrets.token_urlsafe(32))
+        staging.write_text(secrets.token_urlsafe(nbytes))
         os.chmod(staging, 0o600)
         staging.replace(path)
     return path.read_text().strip()
