@@ -194,7 +194,8 @@ def check(state_dir: Path, record: state.SiteRecord) -> Outcome | None:
             if login.status_code != 200 or login.json().get("id") != old.account_id:
                 problems.append(f"the old account no longer signs in ({login.status_code})")
             task = client.get(f"/api/tasks/{old.task_id}").json()
-            if task.get("status") != "succeeded" or task.get("result") != old.result:
+            kept = {key: (task.get("result") or {}).get(key) for key in old.result}  # new fields may be added
+            if task.get("status") != "succeeded" or kept != old.result:
                 problems.append(f"the finished task changed: {task.get('status')}, result {task.get('result')}")
             source = client.get(f"/api/files/{old.file_id}/content")
             if hashlib.sha256(source.content).hexdigest() != old.file_sha256:

@@ -3,7 +3,7 @@
 Run as a script by the site's interpreter (the rendered package is installed
 there, the harness is not), so only the standard library is used here:
 
-    <site venv>/bin/python normalize_speed.py --module alpha.tasks.processors --size 1048576
+    <site venv>/bin/python normalize_speed.py --module alpha.processors.text_normalize --size 1048576
 
 Prints one JSON object: seconds per call (the median of several timed runs)
 for normalising without and with trimming, and for ``bytes(memoryview(data))``.
@@ -42,17 +42,18 @@ def seconds_per_call(call, repeats: int) -> float:
 
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--module", required=True, help="the site's processors module")
+    parser.add_argument("--module", required=True, help="the site's text_normalize processor module")
     parser.add_argument("--size", type=int, default=1 << 20)
     parser.add_argument("--repeats", type=int, default=7)
     args = parser.parse_args()
-    normalize = importlib.import_module(args.module).normalize_text
+    module = importlib.import_module(args.module)
+    normalize, params = module.normalize_text.function, module.NormalizeParams
     data = sample(args.size)
+    plain, trim = params(trim_trailing_whitespace=False), params(trim_trailing_whitespace=True)
     print(json.dumps({
         "size": len(data),
-        "normalize_s": seconds_per_call(lambda: normalize(data, {"trimTrailingWhitespace": False}), args.repeats),
-        "normalize_trim_s": seconds_per_call(lambda: normalize(data, {"trimTrailingWhitespace": True}),
-                                             args.repeats),
+        "normalize_s": seconds_per_call(lambda: normalize(data, plain), args.repeats),
+        "normalize_trim_s": seconds_per_call(lambda: normalize(data, trim), args.repeats),
         "copy_s": seconds_per_call(lambda: bytes(memoryview(data)), args.repeats),
     }))
     return 0

@@ -100,7 +100,8 @@ async def site_phases(state_dir: Path, sites: SitesFile, site: SiteRecord, confi
 def normalize_speed(site: SiteRecord, size: int) -> Normalize:
     """Run in the site's own interpreter, on the site's own processor."""
     result = subprocess.run(
-        [site.venv_python, str(NORMALIZE_SCRIPT), "--module", f"{site.slug}.tasks.processors", "--size", str(size)],
+        [site.venv_python, str(NORMALIZE_SCRIPT), "--module", f"{site.slug}.processors.text_normalize",
+         "--size", str(size)],
         capture_output=True, text=True, timeout=300, check=False,
     )
     if result.returncode != 0:

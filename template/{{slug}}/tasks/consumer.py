@@ -20,7 +20,7 @@ from ..files.objects import ObjectMissing, ObjectStore
 from ..settings import FilesPolicy
 from . import lifecycle, results
 from .errors import ExecutionFailure, LeaseLost
-from .processors import lookup
+from .registry import REGISTRY
 from .states import ErrorCode, TaskStatus
 
 log = logging.getLogger(__name__)
@@ -58,8 +58,9 @@ async def execute(pool: asyncpg.Pool, objects: ObjectStore, policy: FilesPolicy,
         return "stale"
     written = False  # whether an object may exist under the reserved key
     try:
-        processor = lookup(held.processor, held.processor_version)
-        output = processor(await read_input(objects, held), held.params)
+        processor = REGISTRY.get(held.processor, held.processor_version)
+        params = processor.parse_params(held.params)
+        output = await processor.run(await read_input(objects, held), params)
         reserved = results.check_room(policy, held, output)
         written = True
         await results.write(objects, reserved, output)

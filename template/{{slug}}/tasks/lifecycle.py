@@ -23,14 +23,15 @@ from ..settings import FilesPolicy
 from . import billing, delivery
 from .errors import LeaseLost
 from .messages import TaskQueue
-from .processors import known
+from .registry import REGISTRY
 from .sql import Q
 from .states import AUTO_RETRY, EXECUTION_LEASE_SECONDS, MANUAL_RETRY, ErrorCode, TaskStatus, retry_delay_seconds
 
 log = logging.getLogger(__name__)
 
-# Results are plain text, like their inputs.
-RESULT_TYPE = "text/plain"
+# The result type of tasks submitted before processors declared theirs (text-normalize@1's);
+# newer tasks carry their processor's (migration 0016).
+LEGACY_RESULT_TYPE = "text/plain"
 
 
 class PinnedInput(msgspec.Struct, frozen=True):
@@ -49,6 +50,7 @@ class Reserved(msgspec.Struct, frozen=True):
     file_id: UUID
     object_key: str
     size: int
+    content_type: str
 
 
 class Claim(msgspec.Struct, frozen=True):
@@ -76,14 +78,15 @@ class Claim(msgspec.Struct, frozen=True):
 
 async def claim(pool: asyncpg.Pool, objects: ObjectStore, policy: FilesPolicy, task_id: UUID,
                 dispatch_version: int) -> Claim | None:
-    """Claim the task for the message's dispatch version and reserve its result (the input's
-    size, under the files' quota and expiry); None for a duplicate or stale message.
+    """Claim the task for the message's dispatch version and reserve its result (the bound its
+    processor declared at submit, under the files' quota and expiry); None for a duplicate or stale
+    message.
 
-    One call, one commit: claim, reservation and attempt row (migration 0014, task_claim).
+    One call, one commit: claim, reservation and attempt row (migrations 0014 and 0016, task_claim).
     """
     result_id = uuid.uuid4()
     row = await pool.fetchrow(Q.claim_task, task_id, dispatch_version, EXECUTION_LEASE_SECONDS, result_id,
-                              objects.prefix, RESULT_TYPE, policy.quota_bytes, policy.ttl_hours)
+                              objects.prefix, LEGACY_RESULT_TYPE, policy.quota_bytes, policy.ttl_hours)
     if row is None:
         return None
     pinned = None
@@ -93,7 +96,7 @@ async def claim(pool: asyncpg.Pool, objects: ObjectStore, policy: FilesPolicy, t
     reserved = None
     if row["result_file_id"] is not None:
         reserved = Reserved(file_id=row["result_file_id"], object_key=row["result_object_key"],
-                            size=row["result_bytes"])
+                            size=row["result_bytes"], content_type=row["result_type"])
     return Claim(
         task_id=row["task_id"], owner_id=row["owner_id"], lease_version=row["lease_version"],
         processor=row["processor"], processor_version=row["processor_version"], params=row["params"],
@@ -135,8 +138,9 @@ async def settle_failure(pool: asyncpg.Pool, held: Claim, code: ErrorCode) -> Ta
                                retry_delay_seconds(row["attempt_count"]))
             await conn.execute(Q.end_attempt, held.task_id, held.lease_version, "retry", code.value)
             return TaskStatus.RETRY_WAIT
-        await settle_failed(conn, held.task_id, held.lease_version, code,
-                            retryable=code in MANUAL_RETRY and row["attempt_count"] < row["max_attempts"])
+        retryable = (code in MANUAL_RETRY and row["attempt_count"] < row["max_attempts"]
+                     and REGISTRY.known(held.processor, held.processor_version))
+        await settle_failed(conn, held.task_id, held.lease_version, code, retryable=retryable)
         return TaskStatus.FAILED
 
 
@@ -172,7 +176,8 @@ async def recover_expired_leases(pool: asyncpg.Pool, queue: TaskQueue | None, ba
             # The lost attempt ends now, and its result reservation goes back to the quota in this
             # transaction: the new round may be claimed the moment this commits, and its own
             # reservation must find the room (the object, if one was written, is an orphan now).
-            reconcile = row["cancel_requested_at"] is None and not known(row["processor"], row["processor_version"])
+            deployed = REGISTRY.known(row["processor"], row["processor_version"])
+            reconcile = row["cancel_requested_at"] is None and not deployed
             reserved = await conn.fetchval(Q.end_lost_attempt, task_id, version,
                                            "reconciling" if reconcile else "lease_expired",
                                            ErrorCode.LEASE_EXPIRED.value)

@@ -28,17 +28,18 @@ LEFT JOIN task k ON k.owner_id = $1 AND k.request_key = $2;
 
 -- name: insert_task
 -- The first delivery round (dispatch version 1), already marked queued under the submit's own
--- delivery lease (token $14 for $15 seconds), and the input's pin: the sender sends after the
+-- delivery lease (token $14 for $15 seconds), with the result's bound and type its processor
+-- declared ($16, $17: the claim reserves them), and the input's pin: the sender sends after the
 -- commit and writes nothing more unless the send fails (delivery.send_submitted). The new row
 -- comes back, so the answer needs no second read.
 WITH created AS (
     INSERT INTO task (id, owner_id, request_key, request_fingerprint, processor, processor_version,
                       input_file_id, input_name, input_size, input_sha256, params, max_attempts,
                       price, charge_status, charge_round, dispatch_version,
-                      status, queued_at, delivery_token, delivery_lease_expires_at)
+                      status, queued_at, delivery_token, delivery_lease_expires_at, result_bound, result_type)
     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13,
             CASE WHEN $13 > 0 THEN 'held' ELSE 'free' END, CASE WHEN $13 > 0 THEN 1 ELSE 0 END, 1,
-            'queued', now(), $14, now() + make_interval(secs => $15))
+            'queued', now(), $14, now() + make_interval(secs => $15), $16, $17)
     RETURNING *
 ), pinned AS (
     INSERT INTO task_input_pin (task_id, file_id) SELECT id, input_file_id FROM created

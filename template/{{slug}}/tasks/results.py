@@ -21,8 +21,8 @@ from ..files.errors import StorageUnavailable
 from ..files.objects import ObjectStore
 from ..settings import FilesPolicy
 from .errors import ExecutionFailure, LeaseLost
-from .lifecycle import RESULT_TYPE, Claim, Reserved, lock_lease, settle_canceled
-from .processors import result_name
+from .lifecycle import Claim, Reserved, lock_lease, settle_canceled
+from .registry import REGISTRY
 from .sql import Q
 from .states import ErrorCode, TaskStatus
 
@@ -31,7 +31,8 @@ log = logging.getLogger(__name__)
 
 def check_room(policy: FilesPolicy, held: Claim, output: bytes) -> Reserved:
     """The reservation this output goes into: a result larger than a file may be, or than the
-    claim reserved, fails RESULT_TOO_LARGE; no reservation (the quota was full) STORAGE_FULL."""
+    claim reserved (its processor's declared bound), fails RESULT_TOO_LARGE; no reservation (the
+    quota was full) STORAGE_FULL."""
     if len(output) > policy.max_file_bytes or (held.result is not None and len(output) > held.result.size):
         raise ExecutionFailure(ErrorCode.RESULT_TOO_LARGE)
     if held.result is None:
@@ -41,15 +42,16 @@ def check_room(policy: FilesPolicy, held: Claim, output: bytes) -> Reserved:
 
 async def write(objects: ObjectStore, reserved: Reserved, output: bytes) -> None:
     try:
-        await objects.put(reserved.object_key, output, len(output), RESULT_TYPE)
+        await objects.put(reserved.object_key, output, len(output), reserved.content_type)
     except StorageUnavailable:
         raise ExecutionFailure(ErrorCode.STORAGE_UNAVAILABLE) from None
 
 
 async def publish(pool: asyncpg.Pool, held: Claim, reserved: Reserved, output: bytes) -> TaskStatus:
     """Succeed with the result — or, if cancel was requested meanwhile, settle canceled (output discarded)."""
+    name, _ = REGISTRY.get(held.processor, held.processor_version).result_file(held.input_name, reserved.content_type)
     outcome = await pool.fetchval(Q.publish_result, held.task_id, held.lease_version, reserved.file_id,
-                                  result_name(held.input_name), len(output), hashlib.sha256(output).digest())
+                                  name, len(output), hashlib.sha256(output).digest())
     if outcome == "succeeded":
         return TaskStatus.SUCCEEDED
     if outcome == "cancel_requested":

@@ -23,7 +23,8 @@ from ..web.dependencies import CurrentAccount, DbPool, Queue, SiteSettings, clie
 from ..web.guards import ACCOUNT_GUARDS, COUNTS_ITS_OWN_REQUESTS, requests_counted
 from ..web.openapi import JSON_BODY, MUTATION, PARAMETERS, SIGNED_IN, answers
 from ..web.paging import Cursor, Page, read_page
-from . import delivery, store
+from . import catalog, delivery, store
+from .bodies import RetryBody, SubmitBody
 from .errors import (
     ActiveLimit,
     NotRetryable,
@@ -33,7 +34,7 @@ from .errors import (
     TasksDisabled,
     TasksNotConfigured,
 )
-from .store import RetryBody, SubmitBody, TaskOut
+from .store import TaskOut
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +61,12 @@ async def read_back(pool: asyncpg.Pool, owner_id: UUID, task_id: UUID) -> TaskOu
 
 # What the execution_available guard answers.
 EXECUTION = (TasksDisabled, TasksNotConfigured)
+
+
+@get("/api/processors", tags=["tasks"], guards=ACCOUNT_GUARDS, responses=answers(*SIGNED_IN))
+async def list_processors(settings: SiteSettings) -> list[catalog.ProcessorOut]:
+    """The processors new tasks can use: each one's params schema, accepted input types and price."""
+    return catalog.enabled(settings.policy.charges)
 
 
 class TasksController(Controller):
@@ -89,8 +96,8 @@ class TasksController(Controller):
             if not known:
                 await captcha.verify(settings, "task_submit", data.captcha_token, client_address(request))
         async with transaction(pool) as conn:
-            submitted = await store.submit(conn, settings.policy.tasks, settings.policy.charges, account.id, data,
-                                           write_limit=limit if count_in_submit else None)
+            submitted = await store.submit(conn, settings.policy.tasks, settings.policy.charges, settings.policy.files,
+                                           account.id, data, write_limit=limit if count_in_submit else None)
         requests_counted(request)
         task = submitted.task
         if submitted.token is not None and not await delivery.send_submitted(pool, queue, submitted.task_id,

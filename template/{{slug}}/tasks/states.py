@@ -55,10 +55,15 @@ class ErrorCode(StrEnum):
     STORAGE_UNAVAILABLE = "STORAGE_UNAVAILABLE"
     LEASE_EXPIRED = "LEASE_EXPIRED"
     DELIVERY_EXHAUSTED = "DELIVERY_EXHAUSTED"
+    # A processor's own outcomes (tasks/contract.py): it raised an error it did not declare, ran
+    # past its time limit, or a service it calls failed in a way it declared worth retrying.
+    PROCESSOR_FAILED = "PROCESSOR_FAILED"
+    PROCESSOR_TIMEOUT = "PROCESSOR_TIMEOUT"
+    SERVICE_UNAVAILABLE = "SERVICE_UNAVAILABLE"
 
 
 # Retried automatically (retry_wait) while budget remains.
-AUTO_RETRY = frozenset({ErrorCode.STORAGE_UNAVAILABLE})
+AUTO_RETRY = frozenset({ErrorCode.STORAGE_UNAVAILABLE, ErrorCode.SERVICE_UNAVAILABLE})
 # May be retried by the owner while budget remains.
 MANUAL_RETRY = frozenset({
     ErrorCode.STORAGE_UNAVAILABLE,
@@ -66,6 +71,8 @@ MANUAL_RETRY = frozenset({
     ErrorCode.LEASE_EXPIRED,
     ErrorCode.PROCESSOR_UNAVAILABLE,
     ErrorCode.DELIVERY_EXHAUSTED,
+    ErrorCode.PROCESSOR_TIMEOUT,
+    ErrorCode.SERVICE_UNAVAILABLE,
 })
 
 EXECUTION_LEASE_SECONDS = 120

@@ -9,12 +9,11 @@ from __future__ import annotations
 import hashlib
 import uuid
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Any
 from uuid import UUID
 
 import asyncpg
 import msgspec
-from msgspec import Meta
 
 from ..auth import accounts
 from ..charges import ledger
@@ -22,34 +21,16 @@ from ..errors import Unauthenticated
 from ..files import store as files
 from ..files.errors import FileNotFound
 from ..ratelimits.requests import count_request
-from ..settings import ChargesPolicy, TasksPolicy
+from ..settings import ChargesPolicy, FilesPolicy, TasksPolicy
 from . import billing
+from .bodies import SubmitBody, processor_of
+from .contract import Processor
 from .errors import ActiveLimit, NotRetryable, RequestConflict, TaskNotFound, TaskRejected
-from .processors import current_version, known
+from .registry import REGISTRY
 from .sql import Q
 from .states import ACTIVE, DELIVERY_LEASE_SECONDS, MANUAL_RETRY, TaskStatus
 
-TEXT_INPUT_TYPE = "text/plain"
-
-
 # --- wire shapes -------------------------------------------------------------------
-
-
-class NormalizeParams(msgspec.Struct, rename="camel", forbid_unknown_fields=True, frozen=True):
-    trim_trailing_whitespace: bool
-
-
-class SubmitBody(msgspec.Struct, rename="camel", forbid_unknown_fields=True, frozen=True):
-    request_key: UUID
-    processor: Literal["text-normalize"]
-    file_id: UUID
-    params: NormalizeParams
-    # Its own field: never part of the fingerprint, never stored.
-    captcha_token: Annotated[str, Meta(max_length=4096)] | None = None
-
-
-class RetryBody(msgspec.Struct, rename="camel", forbid_unknown_fields=True, frozen=True):
-    captcha_token: Annotated[str, Meta(max_length=4096)] | None = None
 
 
 class TaskInput(msgspec.Struct, rename="camel", frozen=True):
@@ -68,6 +49,7 @@ class TaskResult(msgspec.Struct, rename="camel", frozen=True):
     name: str
     size: int
     sha256: str
+    content_type: str
 
 
 class TaskOut(msgspec.Struct, rename="camel", frozen=True):
@@ -97,8 +79,11 @@ class TaskOut(msgspec.Struct, rename="camel", frozen=True):
     finished_at: datetime | None
 
 
-def is_retryable(status: str, error_code: str | None, used: int, budget: int) -> bool:
-    return status == TaskStatus.FAILED and error_code in MANUAL_RETRY and used < budget
+def is_retryable(row: asyncpg.Record | dict[str, Any]) -> bool:
+    """Failed with a code the owner may retry, budget left, and its processor version still deployed."""
+    return (row["status"] == TaskStatus.FAILED and row["error_code"] in MANUAL_RETRY
+            and row["attempt_count"] < row["max_attempts"] and REGISTRY.known(row["processor"],
+                                                                              row["processor_version"]))
 
 
 def to_public(row: asyncpg.Record | dict[str, Any]) -> TaskOut:
@@ -109,6 +94,7 @@ def to_public(row: asyncpg.Record | dict[str, Any]) -> TaskOut:
             name=row["result_name"],
             size=row["result_size"],
             sha256=bytes(row["result_sha256"]).hex(),
+            content_type=row["result_content_type"],
         )
     return TaskOut(
         id=row["id"],
@@ -120,7 +106,7 @@ def to_public(row: asyncpg.Record | dict[str, Any]) -> TaskOut:
         attempts=Attempts(used=row["attempt_count"], max=row["max_attempts"]),
         error_code=row["error_code"],
         cancel_requested=row["cancel_requested_at"] is not None,
-        retryable=is_retryable(row["status"], row["error_code"], row["attempt_count"], row["max_attempts"]),
+        retryable=is_retryable(row),
         result=result,
         result_gone=row["result_gone"],
         dead_lettered_at=row["dead_lettered_at"],
@@ -140,22 +126,22 @@ async def request_key_known(conn: asyncpg.Connection, owner_id: UUID, request_ke
     return await conn.fetchrow(Q.task_by_request_key, owner_id, request_key) is not None
 
 
-def fingerprint(processor: str, version: int, file_id: UUID, params: NormalizeParams) -> bytes:
+def fingerprint(processor: str, version: int, file_id: UUID, params: dict[str, Any]) -> bytes:
     """Hash of the canonical input and parameters (the captcha token is not part of it)."""
     canonical = msgspec.json.encode(
-        {"processor": processor, "version": version, "fileId": str(file_id), "params": msgspec.to_builtins(params)},
-        order="sorted",
+        {"processor": processor, "version": version, "fileId": str(file_id), "params": params}, order="sorted",
     )
     return hashlib.sha256(canonical).digest()
 
 
-async def lock_input(conn: asyncpg.Connection, owner_id: UUID, file_id: UUID) -> asyncpg.Record:
-    """Lock the input file row (the lock delete takes too) and check it can be a task input."""
+async def lock_input(conn: asyncpg.Connection, owner_id: UUID, file_id: UUID, processor: Processor,
+                     ) -> asyncpg.Record:
+    """Lock the input file row (the lock delete takes too) and check it can be this processor's input."""
     row = await files.lock_task_input(conn, owner_id, file_id)
     if row is None or row["status"] != "ready" or not row["unexpired"]:
         raise FileNotFound("The input file is not available (deleted, expired or not yours).")
-    if row["content_type"] != TEXT_INPUT_TYPE:
-        raise TaskRejected("text-normalize takes a text/plain file.")
+    if not processor.accepts_type(row["content_type"]):
+        raise TaskRejected(f"{processor.title} takes files of type {', '.join(processor.accepts)}.")
     return row
 
 
@@ -178,8 +164,8 @@ class Submitted(msgspec.Struct, frozen=True):
         return self.token is not None
 
 
-async def submit(conn: asyncpg.Connection, policy: TasksPolicy, charges: ChargesPolicy, owner_id: UUID,
-                 body: SubmitBody, write_limit: int | None = None) -> Submitted:
+async def submit(conn: asyncpg.Connection, policy: TasksPolicy, charges: ChargesPolicy, file_policy: FilesPolicy,
+                 owner_id: UUID, body: SubmitBody, write_limit: int | None = None) -> Submitted:
     """Create the task (queued, under a delivery lease) and its pin in the caller's transaction;
     with ``write_limit``, the request is counted against it there too.
 
@@ -188,8 +174,9 @@ async def submit(conn: asyncpg.Connection, policy: TasksPolicy, charges: Charges
     comes after it: a submit waiting for an account that is being deleted must not hold
     the account's request counter, which the deletion removes with it.
     """
-    version = current_version(body.processor)
-    digest = fingerprint(body.processor, version, body.file_id, body.params)
+    processor = processor_of(body)
+    params = msgspec.to_builtins(body.params)
+    digest = fingerprint(processor.name, processor.version, body.file_id, params)
     if not await accounts.lock(conn, owner_id):
         raise Unauthenticated()  # deleted while this request waited for it
     if write_limit is not None:
@@ -201,18 +188,20 @@ async def submit(conn: asyncpg.Connection, policy: TasksPolicy, charges: Charges
         return Submitted(task_id=seen["id"])  # the same request again: never run twice
     if seen["active"] >= policy.max_active:
         raise ActiveLimit()
-    file = await lock_input(conn, owner_id, body.file_id)
+    file = await lock_input(conn, owner_id, body.file_id, processor)
     task_id, token = uuid.uuid4(), uuid.uuid4()
-    price = ledger.quote(charges, body.processor, version)
+    price = ledger.quote(charges, processor.name, processor.version)
     row = await conn.fetchrow(
-        Q.insert_task, task_id, owner_id, body.request_key, digest, body.processor, version,
-        file["id"], file["name"], file["size"], file["sha256"], msgspec.to_builtins(body.params),
-        policy.max_attempts, price, token, DELIVERY_LEASE_SECONDS,
+        Q.insert_task, task_id, owner_id, body.request_key, digest, processor.name, processor.version,
+        file["id"], file["name"], file["size"], file["sha256"], params, policy.max_attempts, price, token,
+        DELIVERY_LEASE_SECONDS, processor.output_bound(file["size"], file_policy.max_file_bytes),
+        processor.result_file(file["name"], file["content_type"])[1],
     )
     if price:
         await ledger.place_hold(conn, owner_id, task_id, price, charge_round=1)
     # task_view's own columns, as they are for a task without a result
-    task = to_public({**row, "result_name": None, "result_size": None, "result_sha256": None, "result_gone": False})
+    task = to_public({**row, "result_name": None, "result_size": None, "result_sha256": None, "result_gone": False,
+                      "result_content_type": None})
     return Submitted(task_id=task_id, token=token, task=task)
 
 
@@ -289,13 +278,14 @@ async def retry(conn: asyncpg.Connection, policy: TasksPolicy, owner_id: UUID | 
     The attempt budget is never reset.
     """
     task = await lock_for_change(conn, owner_id, task_id)
-    if not is_retryable(task["status"], task["error_code"], task["attempt_count"], task["max_attempts"]):
-        raise NotRetryable()
-    if not known(task["processor"], task["processor_version"]):
+    if not REGISTRY.known(task["processor"], task["processor_version"]):
         raise NotRetryable("This task's processor version is no longer available. Start a new task.")
+    if not is_retryable(task):
+        raise NotRetryable()
     await check_active_limit(conn, task["owner_id"], policy.max_active)
     try:
-        file = await lock_input(conn, task["owner_id"], task["input_file_id"])
+        file = await lock_input(conn, task["owner_id"], task["input_file_id"],
+                                REGISTRY.get(task["processor"], task["processor_version"]))
     except (FileNotFound, TaskRejected):
         raise NotRetryable("The input file is no longer available. Upload it again and start a new task.") from None
     if bytes(file["sha256"]) != bytes(task["input_sha256"]) or file["size"] != task["input_size"]:

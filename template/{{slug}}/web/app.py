@@ -18,7 +18,7 @@ from ..metrics.routes import metrics
 from ..ops.routes import OpsController
 from ..runtime import open_runtime
 from ..settings import Settings
-from ..tasks.routes import TasksController
+from ..tasks.routes import TasksController, list_processors
 from .dependencies import DEPENDENCIES
 from .errors import EXCEPTION_HANDLERS
 from .guards import count_uncounted_request
@@ -54,6 +54,7 @@ def create_app(settings: Settings) -> Litestar:
             FilesController,
             upload_route(settings.policy.files),
             TasksController,
+            list_processors,
             get_credits,
             OpsController,
             operators_document,

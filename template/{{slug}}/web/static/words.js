@@ -26,13 +26,16 @@ export function statusWords(task) {
 // Why a task failed (task.errorCode).
 export const FAILURE_WORDS = {
   INPUT_MISSING: "The input file was no longer there when the task ran.",
-  INPUT_INVALID: "The input is not valid UTF-8 text, or it changed after the task was started.",
-  PROCESSOR_UNAVAILABLE: "The text processor was not available.",
+  INPUT_INVALID: "The processor could not use this input, or the input changed after the task was started.",
+  PROCESSOR_UNAVAILABLE: "This processor is no longer available on the site. Start a new task.",
   STORAGE_FULL: "There was not enough storage left for the result. Free some space, then retry.",
   RESULT_TOO_LARGE: "The result would be larger than this site allows.",
   STORAGE_UNAVAILABLE: "File storage did not answer while the task ran.",
   LEASE_EXPIRED: "The worker running the task stopped answering.",
   DELIVERY_EXHAUSTED: "The task could not be handed to a worker.",
+  PROCESSOR_FAILED: "The processor stopped with an error on this input.",
+  PROCESSOR_TIMEOUT: "The processor took longer than its time limit.",
+  SERVICE_UNAVAILABLE: "A service the processor uses did not answer.",
 };
 
 export function failureWords(code) {
