@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 
 import msgspec
 
-from . import fleet_plan, privilege, processes, progress, proxy, rehearsal, services, state
+from . import fleet_plan, owner_code, privilege, processes, progress, proxy, rehearsal, services, state
 from .fleet_plan import Planned
 from .render import render_site, site_answers
 from .state import SiteRecord, SitesFile
@@ -72,6 +72,8 @@ def _prepare_site(state_dir: Path, services_: state.Services, index: int, run_id
         _timed(timings, "render_s", lambda: fleet_plan.place(planned, site_dir), f"{slug}: copy the site")
     else:
         _timed(timings, "render_s", lambda: render_site(answers, site_dir), f"{slug}: render")
+        # and the processor an owner adds as docs/processors.md says, deployed beside the shipped one
+        owner_code.add_documented_processor(site_dir, slug)
     if behind:
         proxy.trust_the_proxy(site_dir / "site.toml", behind.source)
     grant = _timed(timings, "migrate_s",

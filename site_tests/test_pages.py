@@ -46,7 +46,7 @@ def signed_in(tab: SitePage) -> SitePage:
 def start_task(tab: SitePage, file_name: str, trim: bool = False) -> None:
     page = tab.goto("/tasks")
     page.locator("#start-file").select_option(label=file_name)
-    page.locator("#start-trim").set_checked(trim)
+    page.locator("#start-param-trimTrailingWhitespace").set_checked(trim)
     page.locator("#start-button").click()
 
 
@@ -109,7 +109,7 @@ def test_sign_in_upload_run_preview_and_download(tab: SitePage) -> None:
     page.keyboard.press("ArrowDown")
     page.keyboard.press("Tab")
     page.keyboard.press("Space")
-    expect(page.locator("#start-trim")).to_be_checked()
+    expect(page.locator("#start-param-trimTrailingWhitespace")).to_be_checked()
     page.locator("#start-button").focus()
     page.keyboard.press("Enter")
     task_id = task_id_of(page)
@@ -290,7 +290,7 @@ def test_a_lost_submit_response_is_resent_with_the_same_key(signed_in: SitePage)
     start_task(signed_in, "once.txt")
     expect(page.locator("#start-message")).to_contain_text("may or may not have started")
     page.unroute("**/api/tasks")
-    page.locator("#start-trim").check()
+    page.locator("#start-param-trimTrailingWhitespace").check()
     page.locator("#start-button").click()
     task_id_of(page)
     assert len(set(keys)) == 2 and sent[-1] not in keys and count() == 3

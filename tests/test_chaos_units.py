@@ -134,3 +134,11 @@ def test_bad_campaign_options_are_refused_in_one_line(argv: list[str], message: 
     assert cli.main(["chaos", *argv]) == 2
     err = capsys.readouterr().err
     assert err.startswith(message) and err.count("\n") == 1
+
+
+def test_counted_is_word_count_as_documented() -> None:
+    text = "# Title\n\nTwo lines, é\n".encode()
+    assert inputs.counted(text, "words") == b'{"unit":"words","count":5}'
+    assert inputs.counted(text, "lines") == b'{"unit":"lines","count":3}'
+    assert inputs.counted(text, "characters") == b'{"unit":"characters","count":22}'
+    assert inputs.counted(b" \t  \t", "words") == b'{"unit":"words","count":0}'

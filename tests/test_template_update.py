@@ -175,7 +175,8 @@ def test_a_site_from_an_older_commit_updates_in_place(tmp_path: Path) -> None:
             assert login.status_code == 200 and login.json()["id"] == account["id"]
             after_update = client.get(f"/api/tasks/{before['id']}").json()
             assert after_update["status"] == "succeeded" and after_update["chargeStatus"] == "free"
-            assert after_update["result"] == before["result"]
+            # what the old version said of the result is said alike (newer versions may say more)
+            assert {key: after_update["result"][key] for key in before["result"]} == before["result"]
             download = client.get(f"/api/files/{before['result']['fileId']}/content").content
             assert download == old_result == b"kept\nacross the update"
             assert hashlib.sha256(download).hexdigest() == before["result"]["sha256"]

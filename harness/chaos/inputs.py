@@ -1,11 +1,15 @@
-"""The texts the campaign's clients upload, and what text-normalize@1 must make of each.
+"""The texts the campaign's clients upload, and what text-normalize@1 and the documented
+word-count@1 (docs/processors.md) must make of each.
 
 Each account's texts name its site and account, so a result delivered to the
-wrong task or the wrong account cannot match. ``normalized`` is written here
-from the specification (SPEC §6.3), not taken from the site: it is the oracle.
+wrong task or the wrong account cannot match. ``normalized`` and ``counted`` are written
+here from the specification (SPEC §6.3) and the document, not taken from the site: they are the
+oracles.
 """
 
 from __future__ import annotations
+
+import json
 
 
 def texts(site: str, account: int) -> list[bytes]:
@@ -27,3 +31,14 @@ def normalized(data: bytes, trim: bool) -> bytes:
     if trim:
         text = "\n".join(line.rstrip(" \t") for line in text.split("\n"))
     return text.encode("utf-8")
+
+
+COUNT_UNITS = ("words", "lines", "characters")
+
+
+def counted(data: bytes, unit: str) -> bytes:
+    """word-count@1: the number of whitespace-separated words, of lines, or of characters, as
+    compact JSON ``{"unit": …, "count": …}``."""
+    text = data.decode("utf-8")
+    count = {"words": len(text.split()), "lines": len(text.splitlines()), "characters": len(text)}[unit]
+    return json.dumps({"unit": unit, "count": count}, separators=(",", ":")).encode()

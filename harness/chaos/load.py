@@ -23,9 +23,10 @@ import httpx
 from harness.bench.accounts import register_funded, site_client, site_policy, upload_text
 from harness.state import SiteRecord
 
-from .inputs import normalized, texts
+from .inputs import COUNT_UNITS, counted, normalized, texts
 from .results import LoadStats
 
+WORD_COUNT = "word-count"
 PASSWORD = "chaos password 1"
 TERMINAL = frozenset({"succeeded", "failed", "canceled"})
 POLL_PAUSE = 0.5  # between polls of an account's active tasks
@@ -50,7 +51,8 @@ class Submitted:
     request_key: str
     account_id: str
     file_id: str
-    trim: bool
+    processor: str
+    params: dict
     expected: bytes
     task_id: str | None = None
     answer: int | None = None  # 201 or 200
@@ -64,20 +66,27 @@ class Account:
     id: str
     inputs: list[tuple[str, bytes]]  # (file id, bytes)
     rng: random.Random
+    # the documented word-count processor, where the site deploys it: a third of the load is mixed in
+    counts: bool = False
     submitted: list[Submitted] = field(default_factory=list)
 
     def next_request(self) -> Submitted:
         file_id, data = self.rng.choice(self.inputs)
-        trim = self.rng.random() < 0.5
-        request = Submitted(request_key=str(uuid.uuid4()), account_id=self.id, file_id=file_id, trim=trim,
-                            expected=normalized(data, trim))
+        if self.counts and self.rng.random() < 1 / 3:
+            unit = self.rng.choice(COUNT_UNITS)
+            processor, params, expected = WORD_COUNT, {"unit": unit}, counted(data, unit)
+        else:
+            trim = self.rng.random() < 0.5
+            processor, params, expected = "text-normalize", {"trimTrailingWhitespace": trim}, normalized(data, trim)
+        request = Submitted(request_key=str(uuid.uuid4()), account_id=self.id, file_id=file_id, processor=processor,
+                            params=params, expected=expected)
         self.submitted.append(request)
         return request
 
 
 def submit_body(request: Submitted) -> dict:
-    return {"requestKey": request.request_key, "processor": "text-normalize", "fileId": request.file_id,
-            "params": {"trimTrailingWhitespace": request.trim}}
+    return {"requestKey": request.request_key, "processor": request.processor, "fileId": request.file_id,
+            "params": request.params}
 
 
 def in_flight(site: SiteRecord) -> int:
@@ -100,10 +109,13 @@ async def open_account(site: SiteRecord, index: int, seed: int) -> Account:
         account_id = await register_funded(http, site, email, PASSWORD, error=LoadError)
         inputs = [(await upload_text(http, site, f"chaos-{index}-{number}.txt", data, error=LoadError), data)
                   for number, data in enumerate(texts(site.slug, index))]
+        listed = await http.get("/api/processors")
+        counts = listed.status_code == 200 and any(found["name"] == WORD_COUNT for found in listed.json())
     except BaseException:
         await http.aclose()
         raise
-    return Account(site=site, http=http, id=account_id, inputs=inputs, rng=random.Random(f"{seed}:{site.slug}:{index}"))
+    return Account(site=site, http=http, id=account_id, inputs=inputs,
+                   rng=random.Random(f"{seed}:{site.slug}:{index}"), counts=counts)
 
 
 def _error_code(response: httpx.Response) -> str:

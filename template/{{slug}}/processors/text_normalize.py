@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import msgspec
+from msgspec import Meta
 
 from ..tasks.contract import InputRejected, processor
 
 
 class NormalizeParams(msgspec.Struct, rename="camel", forbid_unknown_fields=True, frozen=True):
-    trim_trailing_whitespace: bool
+    trim_trailing_whitespace: Annotated[bool, Meta(title="Remove spaces and tabs at line ends")]
 
 
 def normalized_name(input_name: str) -> str:

@@ -5,6 +5,7 @@ import { ApiError, api } from "/static/api.js";
 import { captchaToken, resetCaptcha } from "/static/captcha.js";
 import { onRecheck, recheck, release } from "/static/connection.js";
 import { formatBytes, formatTime, tell } from "/static/view.js";
+import { paramsSummary } from "/static/params.js";
 import { Poller } from "/static/poller.js";
 import { ACTIVE, errorWords, failureWords, statusWords } from "/static/words.js";
 
@@ -29,9 +30,8 @@ function show(task) {
   status.textContent = statusWords(task);
   status.className = `status status-${task.status}`;
   $("input").textContent = `${task.input.name} (${formatBytes(task.input.size)})`;
-  $("option").textContent = task.params.trimTrailingWhitespace
-    ? "Remove spaces and tabs at line ends"
-    : "Keep spaces and tabs at line ends";
+  $("processor").textContent = `${task.processor} version ${task.processorVersion}`;
+  $("option").textContent = paramsSummary(task.params) || "none";
   $("attempts").textContent = `${task.attempts.used} of ${task.attempts.max} used`;
   $("created").textContent = formatTime(task.createdAt);
   $("updated").textContent = formatTime(task.updatedAt);
@@ -61,13 +61,20 @@ function show(task) {
   return active;
 }
 
+function isText(contentType) {
+  return contentType.startsWith("text/") || contentType === "application/json";
+}
+
 function showResult(result) {
   $("result").hidden = !result;
   if (!result) {
     return;
   }
   $("result-name").textContent = result.name;
+  $("result-type").textContent = result.contentType;
   $("result-size").textContent = formatBytes(result.size);
+  // Only text is previewed: anything else is downloaded.
+  $("result-preview").hidden = !isText(result.contentType);
   $("result-digest").textContent = result.sha256;
   const download = $("result-download");
   download.href = `/api/files/${result.fileId}/content`;

@@ -1,9 +1,12 @@
-// The tasks page: start a task from a ready text file, and the list of tasks.
+// The tasks page: start a task with one of the site's processors on a ready file, and the list of tasks.
+//
+// The processors, their accepted types and their params come from GET /api/processors; the params
+// form is built from each one's schema (params.js).
 //
 // A start whose answer never arrived may still have created the task. The
-// page keeps that request (its key, file and option) and a second click sends
+// page keeps that request (its key, processor, file and params) and a second click sends
 // exactly the same request again, which the server answers with the task it
-// already made — never a second one. Choosing another file or option starts a
+// already made — never a second one. Choosing another processor, file or option starts a
 // new request with a new key.
 "use strict";
 
@@ -11,41 +14,89 @@ import { ApiError, api } from "/static/api.js";
 import { captchaToken, resetCaptcha } from "/static/captcha.js";
 import { onRecheck, recheck, release } from "/static/connection.js";
 import { element, formatTime, showMore, tell } from "/static/view.js";
+import { paramsForm, paramsSummary } from "/static/params.js";
 import { Poller } from "/static/poller.js";
 import { ACTIVE, errorWords, statusWords } from "/static/words.js";
 
 const LIST_EVERY_MS = 5000;
 const MAX_FILE_PAGES = 10;
-const TEXT = "text/plain";
 
 const form = document.getElementById("start-form");
+const picker = document.getElementById("start-processor");
+const processorAbout = document.getElementById("processor-about");
 const select = document.getElementById("start-file");
-const trim = document.getElementById("start-trim");
+const paramsArea = document.getElementById("start-params");
 const startButton = document.getElementById("start-button");
 const startMessage = document.getElementById("start-message");
 const widget = document.getElementById("captcha");
 const list = document.getElementById("task-list");
 const listMessage = document.getElementById("list-message");
 const more = document.getElementById("more-tasks");
-let pending = null; // {requestKey, fileId, trim}: a start whose answer is not known yet
+let pending = null; // {requestKey, processor, fileId, params}: a start whose answer is not known yet
+let processors = [];
+let readParams = () => ({});
+let readyFiles = [];
 let nextCursor = null;
 const extraPages = [];
 
 // --- the start form ----------------------------------------------------------------
 
-async function loadTextFiles() {
+function chosenProcessor() {
+  return processors.find((found) => found.name === picker.value) || null;
+}
+
+async function loadProcessors() {
+  processors = await api.get("/api/processors");
+  const chosen = picker.value;
+  picker.replaceChildren(...processors.map((found) => {
+    const option = element("option", found.title);
+    option.value = found.name;
+    return option;
+  }));
+  if (processors.some((found) => found.name === chosen)) {
+    picker.value = chosen;
+  }
+  showProcessor();
+}
+
+// The chosen processor's description, its params form and the files it can take.
+function showProcessor() {
+  const found = chosenProcessor();
+  if (!found) {
+    processorAbout.textContent = "";
+    paramsArea.replaceChildren();
+    readParams = () => ({});
+    return;
+  }
+  const price = found.price ? ` Costs ${found.price} credit${found.price === 1 ? "" : "s"}.` : "";
+  processorAbout.textContent = `${found.name} version ${found.version}: takes ${found.accepts.join(", ")}.${price}`;
+  readParams = paramsForm(paramsArea, found.paramsSchema, "start-param");
+  for (const control of paramsArea.querySelectorAll("input, select, textarea")) {
+    control.addEventListener("change", forgetPending);
+  }
+  showFiles();
+}
+
+async function loadFiles() {
   const files = [];
   let cursor = null;
   for (let page = 0; page < MAX_FILE_PAGES; page += 1) {
     const answer = await api.page("/api/files", cursor);
-    files.push(...answer.items.filter((file) => file.contentType === TEXT));
+    files.push(...answer.items);
     cursor = answer.nextCursor;
     if (!cursor) {
       break;
     }
   }
+  readyFiles = files;
+  showFiles();
+}
+
+function showFiles() {
+  const found = chosenProcessor();
+  const files = found ? readyFiles.filter((file) => found.accepts.includes(file.contentType)) : [];
   const chosen = select.value;
-  select.replaceChildren(element("option", files.length ? "Choose a text file" : "No text files yet", ""));
+  select.replaceChildren(element("option", files.length ? "Choose a file" : "No files it can take yet", ""));
   select.firstChild.value = "";
   for (const file of files) {
     const option = element("option", file.name);
@@ -67,34 +118,45 @@ function newRequestKey() {
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 }
 
-function currentRequest() {
-  const input = { fileId: select.value, trim: trim.checked };
-  if (!pending || pending.fileId !== input.fileId || pending.trim !== input.trim) {
+function currentRequest(params) {
+  const input = { processor: picker.value, fileId: select.value, params: JSON.stringify(params) };
+  if (!pending || pending.processor !== input.processor || pending.fileId !== input.fileId
+      || pending.params !== input.params) {
     pending = { requestKey: newRequestKey(), ...input };
   }
   return pending;
 }
 
-// A different file or option is a different request: forget the unanswered one.
-for (const control of [select, trim]) {
-  control.addEventListener("change", () => {
-    pending = null;
-    tell(startMessage, "");
-  });
+// A different processor, file or option is a different request: forget the unanswered one.
+function forgetPending() {
+  pending = null;
+  tell(startMessage, "");
 }
+select.addEventListener("change", forgetPending);
+picker.addEventListener("change", () => {
+  forgetPending();
+  showProcessor();
+});
 
 form.addEventListener("submit", async (event) => {
   event.preventDefault();
   if (!select.value) {
-    tell(startMessage, "Choose a text file to start a task.", true);
+    tell(startMessage, "Choose a file to start a task.", true);
     return;
   }
-  const submit = currentRequest();
+  let params;
+  try {
+    params = readParams();
+  } catch (error) {
+    tell(startMessage, error.message, true);
+    return;
+  }
+  const submit = currentRequest(params);
   const body = {
     requestKey: submit.requestKey,
-    processor: "text-normalize",
+    processor: submit.processor,
     fileId: submit.fileId,
-    params: { trimTrailingWhitespace: submit.trim },
+    params: JSON.parse(submit.params),
   };
   const token = captchaToken(widget);
   if (token === null) {
@@ -136,9 +198,11 @@ function taskItem(task) {
   const link = element("a", task.input.name, "name");
   link.href = `/tasks/${task.id}`;
   about.append(link);
-  const option = task.params.trimTrailingWhitespace ? " · trims line ends" : "";
+  const options = paramsSummary(task.params);
+  const option = options ? ` · ${options}` : "";
   const gone = task.resultGone ? " · result deleted or expired" : "";
-  about.append(element("span", `Started ${formatTime(task.createdAt)}${option}${gone}`, "meta"));
+  about.append(element("span", `${task.processor} · started ${formatTime(task.createdAt)}${option}${gone}`,
+    "meta"));
   const status = element("span", statusWords(task), `status status-${task.status}`);
   item.append(about, status);
   return item;
@@ -180,7 +244,8 @@ showMore(more, listMessage, "tasks", async () => {
 
 async function refreshFiles() {
   try {
-    await loadTextFiles();
+    await loadProcessors();
+    await loadFiles();
     return true;
   } catch (error) {
     tell(startMessage, `Could not load your files: ${errorWords(error)}`, true);
