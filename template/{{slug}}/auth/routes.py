@@ -46,7 +46,7 @@ class AccountOut(msgspec.Struct, frozen=True):
     email: str
 
 
-class Me(msgspec.Struct, frozen=True):
+class Me(msgspec.Struct, rename="camel", frozen=True):
     """The signed-in account as its pages see it: ``operator`` says whether to offer the console
     (the console's own guard checks again on every request)."""
 
