@@ -22,6 +22,7 @@ from .operator import run_cli
 expect.set_options(timeout=20_000)
 
 NEW_PASSWORD = "a new site tests password 2"
+PAGE_SIZE = 20  # the API's page of ledger entries
 
 
 @pytest.fixture(params=WIDTHS, ids=[f"{width}px" for width in WIDTHS])
@@ -61,6 +62,16 @@ def test_the_page_shows_storage_used_and_credits_where_charges_are_on(tab: SiteP
         expect(entry).to_have_count(1)
         expect(entry).to_contain_text("Credits added")
         expect(entry).to_contain_text(f"+{STARTING_CREDITS:,}")
+        # 21 more entries (the balance row is left as it is: the page reads both as they are).
+        db.execute(tab.site, "INSERT INTO credit_ledger (account_id, kind, amount, reason) "
+                             "SELECT $1, 'grant', n, 'page ' || n FROM generate_series(1, 21) AS n", tab.account["id"])
+        page.reload()
+        expect(entry).to_have_count(PAGE_SIZE)
+        expect(entry.first).to_contain_text("page 21")  # newest first; same created_at: the later id
+        page.get_by_role("button", name="Show more").click()
+        expect(entry).to_have_count(22)
+        expect(page.get_by_role("button", name="Show more")).to_be_hidden()
+        expect(entry.last).to_contain_text("site_tests")
     else:
         expect(page.locator("#balance")).to_have_count(0)
         expect(page.locator("#ledger-list")).to_have_count(0)

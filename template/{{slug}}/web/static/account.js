@@ -5,7 +5,7 @@
 import { ApiError, api, request } from "/static/api.js";
 import { onRecheck, release } from "/static/connection.js";
 import { ACCOUNT_WORDS, LEDGER_WORDS, errorWords } from "/static/words.js";
-import { element, formatBytes, formatTime, showMore, tell } from "/static/view.js";
+import { element, formatBytes, formatTime, showMore, tell, tryAgainButton } from "/static/view.js";
 
 const byId = (id) => document.getElementById(id);
 
@@ -105,6 +105,7 @@ async function load() {
     return true;
   } catch (error) {
     tell(accountMessage, `Could not load your account: ${errorWords(error)}`, true);
+    accountMessage.append(" ", tryAgainButton(() => load()));
     return false;
   }
 }
