@@ -7,9 +7,15 @@ from harness.state import SiteRecord
 from .client import PASSWORD, SiteClient, error_code
 
 
+def me_is(client: SiteClient, account: dict) -> None:
+    """``/api/me`` is the account registered, and says (besides) that it is no operator."""
+    me = client.get("/api/me").json()
+    assert {key: me[key] for key in account} == account and me["operator"] is False
+
+
 def test_register_login_me_logout(client: SiteClient, site: SiteRecord) -> None:
     account = client.register()
-    assert client.get("/api/me").json() == account
+    me_is(client, account)
 
     cookie = next(c for c in client.cookies.jar if c.name == site.cookie_name)
     assert cookie.has_nonstandard_attr("HttpOnly")
@@ -21,7 +27,7 @@ def test_register_login_me_logout(client: SiteClient, site: SiteRecord) -> None:
 
     login = client.post("/api/auth/login", json={"email": account["email"], "password": PASSWORD})
     assert login.status_code == 200 and login.json() == account
-    assert client.get("/api/me").json() == account
+    me_is(client, account)
 
 
 def test_wrong_password_is_refused(client: SiteClient) -> None:

@@ -1,4 +1,5 @@
-"""HTTP routes for accounts: register, login, logout, me, password change, account deletion."""
+"""HTTP routes for accounts: register, login, logout, me, password change, signing out everywhere,
+account deletion."""
 
 from __future__ import annotations
 
@@ -27,13 +28,14 @@ from .accounts import (
     change_password,
     check_password,
     delete_account,
+    is_operator,
     lock,
     login_email,
     normalise_email,
     register,
 )
 from .passwords import hash_password
-from .sessions import Account, end_session, session_seconds, start_session
+from .sessions import Account, end_all_sessions, end_session, session_seconds, start_session
 from .throttle import count_attempt, count_registration
 
 log = logging.getLogger(__name__)
@@ -42,6 +44,15 @@ log = logging.getLogger(__name__)
 class AccountOut(msgspec.Struct, frozen=True):
     id: UUID
     email: str
+
+
+class Me(msgspec.Struct, rename="camel", frozen=True):
+    """The signed-in account as its pages see it: ``operator`` says whether to offer the console
+    (the console's own guard checks again on every request)."""
+
+    id: UUID
+    email: str
+    operator: bool
 
 
 def _session_cookie(response: Response, settings: Settings, token: str, max_age: int) -> None:
@@ -115,9 +126,9 @@ class MeController(Controller):
     guards = ACCOUNT_GUARDS
 
     @get("/", responses=answers(*SIGNED_IN))
-    async def me(self, account: CurrentAccount) -> AccountOut:
+    async def me(self, account: CurrentAccount, pool: DbPool) -> Me:
         """The signed-in account."""
-        return AccountOut(id=account.id, email=account.email)
+        return Me(id=account.id, email=account.email, operator=await is_operator(pool, account.id))
 
     @post("/password", status_code=HTTP_200_OK, responses=answers(*SIGNED_IN, *MUTATION, *JSON_BODY))
     async def change_password(self, request: Request, data: JSONBody[PasswordChange], account: CurrentAccount,
@@ -133,6 +144,13 @@ class MeController(Controller):
             await change_password(conn, account, checked, new_hash)
             token = await start_session(conn, settings, account.id)
         return _with_session(settings, account, token, HTTP_200_OK)
+
+    @post("/sessions/end", status_code=HTTP_204_NO_CONTENT, responses=answers(*SIGNED_IN, *MUTATION))
+    async def end_sessions(self, account: CurrentAccount, pool: DbPool, settings: SiteSettings) -> Response[None]:
+        """Sign out everywhere: every session of the account ends, this one too, and its cookie is cleared."""
+        async with pool.acquire() as conn:
+            await end_all_sessions(conn, account.id)
+        return _signed_out(settings)
 
     @delete("/", status_code=HTTP_204_NO_CONTENT, responses=answers(*SIGNED_IN, *MUTATION, *JSON_BODY))
     async def delete_me(self, request: Request, data: JSONBody[AccountDeletion], account: CurrentAccount,

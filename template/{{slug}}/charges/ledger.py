@@ -32,6 +32,7 @@ class InsufficientCredits(SiteError):
 
 
 class Entry(msgspec.Struct, rename="camel", frozen=True):
+    id: int
     kind: Literal["grant", "hold", "capture", "refund"]
     amount: int
     task_id: UUID | None
@@ -93,6 +94,14 @@ async def credits(conn: asyncpg.Connection, account_id: UUID, limit: int = 20) -
     rows = await conn.fetch(Q.recent_entries, account_id, limit)
     return Credits(balance=await conn.fetchval(Q.balance, account_id),
                    entries=[Entry(**row) for row in rows])
+
+
+async def entries(conn: asyncpg.Connection, account_id: UUID, after: tuple[datetime, int] | None,
+                  limit: int) -> list[Entry]:
+    """The account's own entries, newest first, after the ``(created_at, id)`` of the last one shown."""
+    created_at, entry_id = after if after else (None, None)
+    rows = await conn.fetch(Q.entries_after, account_id, created_at, entry_id, limit)
+    return [Entry(**row) for row in rows]
 
 
 async def task_entries(conn: asyncpg.Connection, task_id: UUID) -> list[TaskEntry]:

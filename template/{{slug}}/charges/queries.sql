@@ -18,11 +18,20 @@ INSERT INTO credit_ledger (account_id, task_id, charge_round, kind, amount, reas
 VALUES ($1, $2, $3, $4, $5, $6);
 
 -- name: recent_entries
-SELECT kind, amount, task_id, reason, created_at
+SELECT id, kind, amount, task_id, reason, created_at
 FROM credit_ledger
 WHERE account_id = $1
 ORDER BY created_at DESC, id DESC
 LIMIT $2;
+
+-- name: entries_after
+-- One page of the account's own entries, newest first, after the key ($2, $3) of the last one shown.
+SELECT id, kind, amount, task_id, reason, created_at
+FROM credit_ledger
+WHERE account_id = $1
+  AND ($2::timestamptz IS NULL OR (created_at, id) < ($2, $3::bigint))
+ORDER BY created_at DESC, id DESC
+LIMIT $4;
 
 -- name: task_entries
 -- A task's own entries, oldest first (the operator console's task view).

@@ -56,6 +56,14 @@ class Preview(msgspec.Struct, rename="camel", frozen=True):
     encoding_error: bool
 
 
+class Usage(msgspec.Struct, rename="camel", frozen=True):
+    """Storage the account's files take (ready ones, uploads under way and results being written) of
+    the site's per-account quota."""
+
+    used_bytes: int
+    quota_bytes: int
+
+
 class DeletePending(msgspec.Struct, frozen=True):
     status: str = "deleting"
 
@@ -130,6 +138,13 @@ class FilesController(Controller):
         return await read_page(pool, cursor,
                                lambda conn, after, limit: store.list_ready(conn, account.id, after, limit),
                                key=lambda file: (file.created_at, file.id))
+
+    @get("/usage", responses=answers(*SIGNED_IN))
+    async def usage(self, account: CurrentAccount, pool: DbPool, settings: SiteSettings) -> Usage:
+        """How much of the quota the signed-in account's files take."""
+        async with pool.acquire() as conn:
+            used = await store.used_bytes(conn, account.id)
+        return Usage(used_bytes=used, quota_bytes=settings.policy.files.quota_bytes)
 
     @get("/{file_id:uuid}", responses=answers(*SIGNED_IN, *PARAMETERS, FileNotFound))
     async def get_file(self, file_id: FromPath[UUID], account: CurrentAccount, pool: DbPool) -> FileOut:

@@ -11,7 +11,7 @@ from litestar.plugins.jinja import JinjaTemplateEngine
 from litestar.template import TemplateConfig
 
 from ..auth.routes import AuthController, MeController
-from ..charges.routes import get_credits
+from ..charges.routes import get_credits, list_entries
 from ..files.routes import FilesController, upload_route
 from ..metrics.exposition import HttpMetrics
 from ..metrics.routes import metrics
@@ -56,6 +56,7 @@ def create_app(settings: Settings) -> Litestar:
             TasksController,
             list_processors,
             get_credits,
+            list_entries,
             OpsController,
             operators_document,
             metrics,

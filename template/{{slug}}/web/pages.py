@@ -117,9 +117,16 @@ async def task_page(task_id: FromPath[UUID], viewer: Viewer, pool: DbPool, setti
                 captcha=captcha_widget(settings, "task_retry"))
 
 
+@get("/account")
+async def account_page(viewer: Viewer, settings: SiteSettings) -> Template:
+    policy = settings.policy
+    return page("account.html", settings, title="Account", viewer=viewer, current="account",
+                charges_enabled=policy.charges.enabled, files_enabled=policy.files.enabled)
+
+
 pages_router = Router(
     path="/",
-    route_handlers=[index, login_page, files_page, tasks_page, task_page],
+    route_handlers=[index, login_page, files_page, tasks_page, task_page, account_page],
     dependencies={"viewer": Provide(provide_viewer)},
     exception_handlers={SignInRequired: redirect_to_login},
     include_in_schema=False,

@@ -23,7 +23,9 @@ export class NetworkError extends Error {
   }
 }
 
-export async function request(method, path, { json, body, headers } = {}) {
+// `checksPassword`: the route answers a wrong password with 401 UNAUTHENTICATED too, so that answer
+// is left to the caller (which asks /api/me whether the session itself ended) instead of signing out.
+export async function request(method, path, { json, body, headers, checksPassword = false } = {}) {
   const init = { method, credentials: "same-origin", headers: { Accept: "application/json", ...headers } };
   if (json !== undefined) {
     init.headers["Content-Type"] = "application/json";
@@ -43,7 +45,7 @@ export async function request(method, path, { json, body, headers } = {}) {
   const payload = await response.json().catch(() => null);
   if (!response.ok) {
     const error = payload && payload.error ? payload.error : { code: "INTERNAL" };
-    if (response.status === 401 && error.code === "UNAUTHENTICATED") {
+    if (response.status === 401 && error.code === "UNAUTHENTICATED" && !checksPassword) {
       // The session ended (signed out elsewhere, expired, password changed): sign in again, then come back.
       window.location.assign(`/login?next=${encodeURIComponent(window.location.pathname)}`);
     }

@@ -1,4 +1,5 @@
-// The header of every signed-in page: signing out revokes the session on the server first.
+// The header of every signed-in page: signing out revokes the session on the server first; the
+// console's link shows for operators only.
 "use strict";
 
 import { api } from "/static/api.js";
@@ -18,4 +19,12 @@ if (signOut) {
     }
   });
   release(signOut);
+}
+
+const opsLink = document.getElementById("ops-link");
+if (opsLink && opsLink.hidden) {
+  // Only a hint: the console answers 404 to anyone but an operator whatever the page shows.
+  api.get("/api/me").then((me) => {
+    opsLink.hidden = !me.operator;
+  }, () => {});
 }

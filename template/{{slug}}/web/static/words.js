@@ -80,3 +80,28 @@ export function errorWords(error) {
   }
   return ERROR_WORDS[error.code] || error.message;
 }
+
+// A credit ledger entry (entry.kind): what it did to the balance.
+export const LEDGER_WORDS = {
+  grant: "Credits added",
+  hold: "Held for a task",
+  capture: "Paid for a task (from the amount held)",
+  refund: "Given back from a task",
+};
+
+// What the account page says once an action on the account is done, or why it is not.
+export const ACCOUNT_WORDS = {
+  passwordIncorrect: "The password is incorrect.",
+  passwordTooShort: "The new password needs at least 8 characters.",
+  passwordChanged: "Your password was changed. Every other device was signed out.",
+  fillIn: "Fill in every field first.",
+  emailUnavailable: "Changing the email address is not available on this site yet.",
+  emailTaken: "Another account already uses this email address.",
+  emailSent: (address) => `We sent a link to ${address}. Your email changes once you open it.`,
+  emailVerified: "Yes",
+  emailUnverified: "Not yet: open the link we sent to this address.",
+  confirmDelete: "Tick the box to confirm that everything is deleted.",
+  storage: (used, quota) => `${used} of ${quota} used`,
+  credits: (balance) => `${balance.toLocaleString("en")} credits`,
+  noEntries: "No credit entries yet.",
+};
