@@ -32,7 +32,6 @@ def listed(client: SiteClient) -> dict[str, dict]:
 def owner(user: SiteClient) -> SiteClient:
     if ADDED not in listed(user):
         pytest.skip(f"{user.site.slug} does not deploy the documented {ADDED} processor (a fleet site of its own)")
-    grant_credits(user.site, user.get("/api/me").json()["id"])
     return user
 
 
@@ -46,7 +45,8 @@ def test_both_processors_are_listed_with_their_own_params_and_types(owner: SiteC
     normalize, added = found["text-normalize"], found[ADDED]
     assert normalize["paramsSchema"]["required"] == ["trimTrailingWhitespace"]
     assert normalize["accepts"] == ["text/plain"] and normalize["resultType"] == "text/plain"
-    assert added["paramsSchema"]["properties"]["unit"]["enum"] == ["words", "lines", "characters"]
+    unit = added["paramsSchema"]["properties"]["unit"]
+    assert sorted(unit["enum"]) == ["characters", "lines", "words"] and unit["default"] == "words"
     assert added["accepts"] == ["text/plain", "text/markdown"] and added["resultType"] == "application/json"
     assert added["version"] == 1 and added["title"] == "Count words"
 
@@ -118,7 +118,8 @@ def test_the_tasks_page_offers_it_with_a_form_built_from_its_params(tab: SitePag
     expect(page.locator("#start-param-trimTrailingWhitespace")).to_be_visible()
     picker.select_option(label="Count words")
     unit = page.locator("#start-param-unit")
-    expect(unit.locator("option")).to_have_text(["words", "lines", "characters"])
+    expect(unit.locator("option")).to_have_text(["characters", "lines", "words"])  # the schema's order
+    expect(unit).to_have_value("words")  # its default
     expect(page.locator("#start-param-trimTrailingWhitespace")).to_have_count(0)
     # only the files it takes are offered
     expect(page.locator("#start-file option", has_text="three.txt")).to_have_count(1)

@@ -26,7 +26,8 @@ export function statusWords(task) {
 // Why a task failed (task.errorCode).
 export const FAILURE_WORDS = {
   INPUT_MISSING: "The input file was no longer there when the task ran.",
-  INPUT_INVALID: "The processor could not use this input, or the input changed after the task was started.",
+  INPUT_INVALID: "The processor could not use this input (a text that is not valid UTF-8, for one), or the input "
+    + "changed after the task was started.",
   PROCESSOR_UNAVAILABLE: "This processor is no longer available on the site. Start a new task.",
   STORAGE_FULL: "There was not enough storage left for the result. Free some space, then retry.",
   RESULT_TOO_LARGE: "The result would be larger than this site allows.",
