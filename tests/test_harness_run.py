@@ -41,6 +41,9 @@ def test_verify_two_sites(tmp_path: Path) -> None:
     privilege = {c["name"]: c["outcome"] for c in report["tests"]["cases"] if ".test_privilege::" in c["name"]}
     assert len(privilege) == 12 and set(privilege.values()) == {"passed"}, privilege
     assert "  database: isolated by privilege" in (state / "summary.txt").read_text()
+    # The processor docs/processors.md has an owner add ran beside the shipped one on both sites.
+    added = {c["name"]: c["outcome"] for c in report["tests"]["cases"] if ".test_processors::" in c["name"]}
+    assert len(added) == 10 and set(added.values()) == {"passed"}, added
     # The short fault campaign ran on the first site, with an extra worker, and found nothing.
     chaos = report["chaos"]
     assert chaos["ok"] is True and [site["slug"] for site in chaos["sites"]] == ["alpha"]
