@@ -11,6 +11,7 @@ import logging
 import os
 import time
 from collections.abc import Awaitable
+from typing import Protocol
 
 import asyncpg
 from litestar.types import ASGIApp, Receive, Scope, Send
@@ -23,7 +24,6 @@ from .. import tally
 from ..tally import Event
 from ..tasks.figures import figures
 from ..tasks.states import ACTIVE, TaskStatus
-from ..web.health import Readiness
 from .web_group import ENV
 
 log = logging.getLogger(__name__)
@@ -135,6 +135,15 @@ async def database_families(pool: asyncpg.Pool) -> list:
         _gauge("sitekit_maintenance_last_pass_failed_steps", "Steps of the last maintenance pass that failed",
                counted.last_pass_failed_steps),
     ]
+
+
+class Readiness(Protocol):
+    """What /readyz answers (web/health.py), as far as the metrics read it."""
+
+    status: str  # "ready" or "unready"
+    database: str  # "ok", "down" or "absent", as broker and storage
+    broker: str
+    storage: str
 
 
 def readiness_families(checks: Readiness) -> list:
