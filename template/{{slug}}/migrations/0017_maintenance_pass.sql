@@ -20,10 +20,17 @@ CREATE TABLE event_tally (
     n      bigint NOT NULL,
     PRIMARY KEY (event, shard),
     CONSTRAINT event_tally_known CHECK (event IN (
-        'maintenance_pass', 'lease_recovered', 'storage_error', 'task_sent', 'task_claimed',
+        'maintenance_pass', 'lease_recovered', 'storage_error',
         'dead_letter_applied', 'dead_letter_deferred', 'dead_letter_stale', 'dead_letter_missing',
         'dead_letter_invalid'
     )),
     CONSTRAINT event_tally_shard CHECK (shard BETWEEN 0 AND 15),
     CONSTRAINT event_tally_counts CHECK (n >= 0)
 );
+
+-- Task messages sent: a send follows its commit and writes nothing when it succeeds (a task costs
+-- three write commits, docs/tasks.md), so it is counted by nextval, which is no row write and
+-- no transaction. A sequence never goes back; after a crash of the server it may jump ahead (by
+-- up to the 32 values PostgreSQL logs ahead). Claims need no counter of their own: each inserts
+-- one task_attempt row, whose identity sequence counts them the same way.
+CREATE SEQUENCE task_message_sent_seq AS bigint;

@@ -27,8 +27,6 @@ class Event(StrEnum):
     MAINTENANCE_PASS = "maintenance_pass"
     LEASE_RECOVERED = "lease_recovered"
     STORAGE_ERROR = "storage_error"
-    TASK_SENT = "task_sent"
-    TASK_CLAIMED = "task_claimed"
     DEAD_LETTER_APPLIED = "dead_letter_applied"
     DEAD_LETTER_DEFERRED = "dead_letter_deferred"
     DEAD_LETTER_STALE = "dead_letter_stale"
@@ -38,6 +36,8 @@ class Event(StrEnum):
 
 class Tallies(msgspec.Struct, frozen=True):
     counts: dict[Event, int]  # every event, 0 if never counted
+    messages_sent: int  # task messages sent (a sequence: count_message_sent)
+    claims: int  # task_attempt rows ever inserted (their identity sequence)
     last_pass_at: float | None  # epoch seconds of the last maintenance pass; None before the first
     last_pass_failed_steps: int
 
@@ -58,6 +58,15 @@ async def add_quietly(pool: asyncpg.Pool, event: Event, n: int = 1) -> None:
         log.warning("%s not counted: %s", event.value, type(error).__name__)
 
 
+async def count_message_sent(pool: asyncpg.Pool) -> None:
+    """One task message sent, counted without a write transaction; given up like ``add_quietly``."""
+    try:
+        async with asyncio.timeout(QUIET_SECONDS):
+            await pool.fetchval(Q.count_message_sent)
+    except (asyncpg.PostgresError, *UNAVAILABLE_ERRORS) as error:
+        log.warning("message sent not counted: %s", type(error).__name__)
+
+
 async def record_pass(pool: asyncpg.Pool, failed_steps: int) -> None:
     """The end of a maintenance pass: its time, and one more pass counted."""
     async with transaction(pool) as conn:
@@ -68,8 +77,11 @@ async def record_pass(pool: asyncpg.Pool, failed_steps: int) -> None:
 async def read(conn: asyncpg.Connection) -> Tallies:
     totals = {row["event"]: row["n"] for row in await conn.fetch(Q.totals)}
     last = await conn.fetchrow(Q.last_pass)
+    sequences = await conn.fetchrow(Q.sequence_totals)
     return Tallies(
         counts={event: totals.get(event.value, 0) for event in Event},
+        messages_sent=sequences["messages_sent"],
+        claims=sequences["claims"],
         last_pass_at=last["finished_at"] if last else None,
         last_pass_failed_steps=last["failed_steps"] if last else 0,
     )

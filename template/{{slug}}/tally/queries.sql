@@ -13,3 +13,12 @@ SELECT event, sum(n)::bigint AS n FROM event_tally GROUP BY event;
 
 -- name: last_pass
 SELECT extract(epoch FROM finished_at)::float8 AS finished_at, failed_steps FROM maintenance_pass;
+
+-- name: count_message_sent
+SELECT nextval('task_message_sent_seq');
+
+-- name: sequence_totals
+-- A sequence that was never used has is_called false and last_value at its start (1).
+SELECT (SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM task_message_sent_seq) AS messages_sent,
+       (SELECT CASE WHEN is_called THEN last_value ELSE 0 END
+        FROM task_attempt_id_seq) AS claims;

@@ -37,7 +37,6 @@ import asyncpg
 
 from .. import tally
 from ..db.pool import UNAVAILABLE_ERRORS
-from ..tally import Event
 from .messages import TaskQueue
 from .sql import Q
 from .states import DELIVERY_LEASE_SECONDS, FIRST_ROUND, UNCLAIMED_RESEND_SECONDS
@@ -56,7 +55,7 @@ async def _send_and_mark(pool: asyncpg.Pool, queue: TaskQueue, task_id: UUID, di
     except Exception as error:
         log.warning("task %s: send failed (%s); maintenance re-sends it", task_id, type(error).__name__)
         return False
-    await tally.add_quietly(pool, Event.TASK_SENT)
+    await tally.count_message_sent(pool)
     try:
         await pool.execute(Q.mark_queued, task_id, token)
     except AFTER_COMMIT_ERRORS as error:
@@ -77,7 +76,7 @@ async def send_submitted(pool: asyncpg.Pool, queue: TaskQueue, task_id: UUID, to
             # Left queued: maintenance re-sends it once it has been unclaimed for 2 minutes.
             log.warning("task %s: unsent mark failed (%s)", task_id, type(trouble).__name__)
         return False
-    await tally.add_quietly(pool, Event.TASK_SENT)
+    await tally.count_message_sent(pool)
     return True
 
 

@@ -88,7 +88,6 @@ async def claim(pool: asyncpg.Pool, objects: ObjectStore, policy: FilesPolicy, t
                               objects.prefix, RESULT_TYPE, policy.quota_bytes, policy.ttl_hours)
     if row is None:
         return None
-    await tally.add_quietly(pool, Event.TASK_CLAIMED)
     pinned = None
     if row["input_status"] is not None:
         pinned = PinnedInput(status=row["input_status"], owner_id=row["input_owner_id"], size=row["input_size_now"],
