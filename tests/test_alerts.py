@@ -84,6 +84,14 @@ def test_each_alert_reads_its_own_site_and_says_what_to_do(tmp_path: Path) -> No
         assert f"### {rule['alert']}" in operations, f"docs/operations.md has no section for {rule['alert']}"
 
 
+def test_the_site_readme_scrapes_the_job_the_rules_read(tmp_path: Path) -> None:
+    site = render(tmp_path, slug="a2_b3", port=65000)
+    readme = (site / "README.md").read_text()
+    assert "prometheus/alerts.yml" in readme and "promtool test rules prometheus/alerts_test.yml" in readme
+    assert "  - job_name: a2_b3\n" in readme and '"127.0.0.1:65000"' in readme
+    assert all('job="a2_b3"' in rule["expr"] for rule in rules(site))
+
+
 def test_thresholds_follow_the_site_lifecycle_times(tmp_path: Path) -> None:
     """The backlog alert fires past the re-send time of tasks/states.py: moved there, moved here."""
     site = render(tmp_path, slug="orchid")
