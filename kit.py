@@ -3,7 +3,7 @@
 
     python3 kit.py verify [ARGS]   # python -m harness verify --sites 2 [ARGS]
     python3 kit.py verify --proxy  # the production lane: 3 sites behind nginx over https (installs nginx, Chromium)
-    python3 kit.py test [ARGS]     # python -m pytest -n auto [ARGS] (installs Chromium and nginx first)
+    python3 kit.py test [ARGS]     # python -m pytest -n auto [ARGS] (installs Chromium, nginx and Prometheus first)
     python3 kit.py harness ARGS    # python -m harness ARGS (up, down, report, bench, ...)
 
 Standard library only. The virtualenv is reinstalled when pyproject.toml changes.
@@ -29,6 +29,7 @@ STAMP = VENV / ".sitekit-installed"
 DEBIAN_TOOLS = {
     "chromium": (Path("/usr/bin/chromium"), "the page tests (playwright drives it; it never downloads a browser)"),
     "nginx": (Path("/usr/sbin/nginx"), "the production lane (verify --proxy) and its tests"),
+    "prometheus": (Path("/usr/bin/promtool"), "the sites' alert rules' tests (promtool test rules)"),
 }
 # Set for commands that install the tools: a test that needs one fails without it instead of skipping.
 REQUIRE_TOOLS = "SITEKIT_REQUIRE_TOOLS"

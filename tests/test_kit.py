@@ -30,7 +30,7 @@ def kit(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
 
 def test_the_test_command_installs_every_debian_tool_a_test_needs(kit: ModuleType) -> None:
     kit.main(["test", "-k", "proxy"])
-    assert set(kit.installed) == {"chromium", "nginx"} == set(kit.DEBIAN_TOOLS)
+    assert set(kit.installed) == {"chromium", "nginx", "prometheus"} == set(kit.DEBIAN_TOOLS)
     assert kit.os.environ[kit.REQUIRE_TOOLS] == "1"  # and a test missing one fails instead of skipping
     assert kit.executed[0][1:] == ["-m", "pytest", "-n", "auto", "-k", "proxy"]
 

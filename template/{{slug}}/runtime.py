@@ -19,10 +19,12 @@ import aiohttp
 import asyncpg
 import dramatiq
 
+from . import tally
 from .db.pool import create_pool
 from .files.objects import ObjectStore, open_object_store
 from .services.broker import create_broker
 from .settings import Settings
+from .tally import Event
 from .tasks.messages import TaskQueue
 
 log = logging.getLogger(__name__)
@@ -44,7 +46,7 @@ async def open_runtime(settings: Settings, *, pool_size: int = 10,
         _log_orphaned_connection_errors(stack)
         pool = await create_pool(settings.require_database_url(), max_size=pool_size)
         stack.push_async_callback(pool.close)
-        objects = await open_object_store(settings, stack)
+        objects = await open_object_store(settings, stack, lambda: tally.add_quietly(pool, Event.STORAGE_ERROR))
         if broker is None and (broker := create_broker(settings)) is not None:
             stack.callback(broker.close)
         queue = TaskQueue(broker, settings.site.task_queue) if broker is not None else None

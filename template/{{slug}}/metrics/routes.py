@@ -8,7 +8,8 @@ from litestar import Request, Response, get
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from ..errors import NotFound, Unauthenticated
-from ..web.dependencies import DbPool, SiteSettings
+from ..web.dependencies import DbPool, SiteSettings, runtime_of
+from ..web.health import readiness
 from .exposition import render
 
 
@@ -21,5 +22,5 @@ async def metrics(request: Request, pool: DbPool, settings: SiteSettings) -> Res
     given = request.headers.get("authorization", "")
     if not hmac.compare_digest(given.encode(), f"Bearer {token}".encode()):
         raise Unauthenticated("A valid metrics token is required.")
-    body = await render(pool, request.app.state.http_metrics)
+    body = await render(pool, request.app.state.http_metrics, readiness(request.app.state, runtime_of(request)))
     return Response(body, media_type=CONTENT_TYPE_LATEST, headers={"Cache-Control": "no-store"})

@@ -14,6 +14,9 @@ from ..settings import Settings
 CONNECT_TIMEOUT = 5
 READ_TIMEOUT = 15
 OBJECT_TIMEOUT = 15.0
+# The readiness probe (HEAD of the bucket): a frozen server must not hold /readyz or a scrape of
+# /metrics past their callers' own timeouts (a balancer's, Prometheus's 10 s).
+PROBE_TIMEOUT = 5.0
 # S3 connections per process. A download holds one for as long as its client reads (up to
 # [files] download_seconds); aiobotocore's default of 10 let ten slow readers stop every
 # other storage call of the process.

@@ -24,8 +24,10 @@ from typing import Any
 
 import asyncpg
 
+from .. import tally
 from ..auth import accounts
 from ..db.pool import transaction
+from ..tally import Event
 from . import billing
 from .messages import message_identity, parse_task_message
 from .sql import Q
@@ -63,6 +65,7 @@ async def receive(pool: asyncpg.Pool, message: dict[str, Any]) -> str:
         if await conn.fetchval(Q.insert_dead_letter, queue, message_id, task_id, version, classification) is None:
             log.info("dead letter %s/%s: already received", queue, message_id)
             return "duplicate"
+        await tally.add(conn, Event(f"dead_letter_{classification}"))
         if classification == "applied":
             await conn.execute(Q.dead_letter_waiting, task_id, version)
             await conn.execute(Q.release_pin, task_id)

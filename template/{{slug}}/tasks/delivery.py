@@ -35,6 +35,7 @@ from uuid import UUID
 
 import asyncpg
 
+from .. import tally
 from ..db.pool import UNAVAILABLE_ERRORS
 from .messages import TaskQueue
 from .sql import Q
@@ -54,6 +55,7 @@ async def _send_and_mark(pool: asyncpg.Pool, queue: TaskQueue, task_id: UUID, di
     except Exception as error:
         log.warning("task %s: send failed (%s); maintenance re-sends it", task_id, type(error).__name__)
         return False
+    await tally.count_message_sent(pool)
     try:
         await pool.execute(Q.mark_queued, task_id, token)
     except AFTER_COMMIT_ERRORS as error:
@@ -74,6 +76,7 @@ async def send_submitted(pool: asyncpg.Pool, queue: TaskQueue, task_id: UUID, to
             # Left queued: maintenance re-sends it once it has been unclaimed for 2 minutes.
             log.warning("task %s: unsent mark failed (%s)", task_id, type(trouble).__name__)
         return False
+    await tally.count_message_sent(pool)
     return True
 
 

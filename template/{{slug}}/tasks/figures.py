@@ -1,5 +1,6 @@
-"""What the task tables say of the whole site at this moment, for /metrics (read at each scrape,
-so every web process answers the same)."""
+"""What the task tables say of the site at this moment, for /metrics (read at each scrape, so every
+web process answers the same). Every statement reads through an index a bounded set of rows — the
+active tasks, the last hour's finished ones — never the whole history, which grows without end."""
 
 from __future__ import annotations
 
@@ -14,27 +15,22 @@ DURATION_BUCKETS = [("0.05", "le_0_05"), ("0.1", "le_0_1"), ("0.25", "le_0_25"),
 
 
 class Figures(msgspec.Struct, frozen=True):
-    by_status: dict[str, int]
-    # Successful attempts, claim to publish: cumulative counts per bucket bound, all of them, their sum.
+    active: dict[str, int]  # active tasks by status
+    finished_last_hour: dict[str, int]  # by terminal status
+    oldest_waiting_seconds: float  # 0 when nothing waits
+    # Tasks that succeeded in the last hour, claim to publish: cumulative counts per bucket bound, all, their sum.
     durations: list[tuple[str, int]]
-    succeeded_attempts: int
+    succeeded_last_hour: int
     seconds_total: float
-    sends: int  # dispatch versions spent
-    claims: int  # attempts spent
-    dead_letters: dict[str, int]  # receipts by class
 
 
 async def figures(conn: asyncpg.Connection) -> Figures:
-    by_status = {row["status"]: row["n"] for row in await conn.fetch(Q.tasks_by_status)}
-    durations = await conn.fetchrow(Q.claim_to_publish)
-    totals = await conn.fetchrow(Q.delivery_totals)
-    dead = {row["classification"]: row["n"] for row in await conn.fetch(Q.dead_letters_by_class)}
+    durations = await conn.fetchrow(Q.claim_to_publish_last_hour)
     return Figures(
-        by_status=by_status,
+        active={row["status"]: row["n"] for row in await conn.fetch(Q.active_by_status)},
+        finished_last_hour={row["status"]: row["n"] for row in await conn.fetch(Q.finished_last_hour_by_status)},
+        oldest_waiting_seconds=await conn.fetchval(Q.oldest_waiting),
         durations=[(bound, durations[column]) for bound, column in DURATION_BUCKETS],
-        succeeded_attempts=durations["total"],
+        succeeded_last_hour=durations["total"],
         seconds_total=durations["sum"],
-        sends=totals["sends"],
-        claims=totals["claims"],
-        dead_letters=dead,
     )

@@ -15,11 +15,13 @@ from uuid import UUID
 import asyncpg
 import msgspec
 
+from .. import tally
 from ..auth import accounts
 from ..db.pool import transaction
 from ..files import store as files
 from ..files.objects import ObjectStore
 from ..settings import FilesPolicy
+from ..tally import Event
 from . import billing, delivery
 from .errors import LeaseLost
 from .messages import TaskQueue
@@ -192,6 +194,7 @@ async def recover_expired_leases(pool: asyncpg.Pool, queue: TaskQueue | None, ba
                 redeliver.append(task_id)
             else:
                 await settle_failed(conn, task_id, version, ErrorCode.LEASE_EXPIRED, retryable=False)
+            await tally.add(conn, Event.LEASE_RECOVERED)
         recovered += 1
     for task_id in redeliver if queue is not None else ():
         await delivery.dispatch(pool, queue, task_id)

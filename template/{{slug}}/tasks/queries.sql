@@ -288,11 +288,30 @@ LIMIT $1;
 
 -- ---------------------------------------------------------------- figures for /metrics (figures.py)
 
--- name: tasks_by_status
-SELECT status, count(*) AS n FROM task GROUP BY status;
+-- name: active_by_status
+-- Active tasks only: task_owner_active_idx holds exactly those, so a scrape never reads history.
+SELECT status, count(*) AS n FROM task WHERE task_is_active(status) GROUP BY status;
 
--- name: claim_to_publish
--- Durations of successful attempts (claim → publish), as cumulative histogram buckets.
+-- name: finished_last_hour_by_status
+-- One range of task_finished_idx.
+SELECT status, count(*) AS n FROM task WHERE finished_at > now() - interval '1 hour' GROUP BY status;
+
+-- name: oldest_waiting
+-- How long the task that has waited longest for a worker has waited: pending or queued since its
+-- submit or its last attempt's end (a re-send keeps waiting, so queued_at, which a re-send moves,
+-- is not the start), or retry_wait past its due time. Reads only waiting tasks (task_pending_idx,
+-- task_queued_idx, task_retry_wait_idx) and their attempts (task_attempt_version_unique).
+SELECT coalesce(extract(epoch FROM now() - min(since)), 0)::float8 AS seconds
+FROM (
+    SELECT greatest(t.created_at, (SELECT max(a.ended_at) FROM task_attempt a WHERE a.task_id = t.id)) AS since
+    FROM task t WHERE t.status = 'pending' OR t.status = 'queued'
+    UNION ALL
+    SELECT next_attempt_at FROM task WHERE status = 'retry_wait' AND next_attempt_at <= now()
+) waiting;
+
+-- name: claim_to_publish_last_hour
+-- Claim → publish of the tasks that succeeded in the last hour, as cumulative histogram buckets:
+-- one range of task_finished_idx, each task's successful attempt found by its key.
 SELECT count(*) FILTER (WHERE d <= 0.05) AS le_0_05,
        count(*) FILTER (WHERE d <= 0.1) AS le_0_1,
        count(*) FILTER (WHERE d <= 0.25) AS le_0_25,
@@ -305,17 +324,10 @@ SELECT count(*) FILTER (WHERE d <= 0.05) AS le_0_05,
        count(*) AS total,
        coalesce(sum(d), 0)::float8 AS sum
 FROM (
-    SELECT extract(epoch FROM ended_at - started_at)::float8 AS d
-    FROM task_attempt WHERE outcome = 'succeeded'
+    SELECT extract(epoch FROM a.ended_at - a.started_at)::float8 AS d
+    FROM task t JOIN task_attempt a ON a.task_id = t.id AND a.outcome = 'succeeded'
+    WHERE t.finished_at > now() - interval '1 hour' AND t.status = 'succeeded'
 ) durations;
-
--- name: delivery_totals
--- Every send spends one dispatch version; every claim one attempt.
-SELECT coalesce(sum(dispatch_version), 0)::bigint AS sends, coalesce(sum(attempt_count), 0)::bigint AS claims
-FROM task;
-
--- name: dead_letters_by_class
-SELECT classification, count(*) AS n FROM task_dead_letter GROUP BY classification;
 
 -- ---------------------------------------------------------------- the operator console (console.py)
 -- Every account's tasks, read through task_view: the owner's public columns, never leases,

@@ -53,15 +53,22 @@ async def _database_ok(runtime: Runtime) -> bool:
 async def readyz(request: Request, state: State) -> Response[Readiness]:
     """Database, broker and storage reachable (checked at most every few seconds per process).
     A service the site runs without is "absent"."""
-    checked_at, checks = state.get("readiness", (-READY_CACHE_SECONDS, None))
-    if checks is None or time.monotonic() - checked_at >= READY_CACHE_SECONDS:
-        checks = await _check(runtime_of(request))
-        state.readiness = (time.monotonic(), checks)
+    checks = await readiness(state, runtime_of(request))
     return Response(
         checks,
         status_code=HTTP_200_OK if checks.status == "ready" else HTTP_503_SERVICE_UNAVAILABLE,
         headers={"Cache-Control": "no-store"},
     )
+
+
+async def readiness(state: State, runtime: Runtime) -> Readiness:
+    """This process's last check, or a new one if it is older than ``READY_CACHE_SECONDS``
+    (for /readyz and for /metrics' ``sitekit_ready``)."""
+    checked_at, checks = state.get("readiness", (-READY_CACHE_SECONDS, None))
+    if checks is None or time.monotonic() - checked_at >= READY_CACHE_SECONDS:
+        checks = await _check(runtime)
+        state.readiness = (time.monotonic(), checks)
+    return checks
 
 
 async def _check(runtime: Runtime) -> Readiness:
