@@ -19,12 +19,9 @@ from .tasks.actors import declare_actors
 log = logging.getLogger(__name__)
 
 SHUTDOWN_TIMEOUT_MS = 30_000
-# A Redis consumer that finds no message it may take (the queue empty, or its prefetch all held)
-# sleeps 5, 10, 20 ... ms, doubling up to this bound, and a message sent meanwhile waits out the
-# sleep. At Dramatiq's 1000 ms one worker process left a task waiting 0.5-1 s a few times a batch
-# (docs/benchmarks.md, "The 1-worker stalls"); at 100 ms an idle worker polls more (about 2 % of a
-# core with its broker's share) and no task waits longer than the bound for it.
-CONSUMER_IDLE_MS = 100
+# How long an idle consumer sleeps at most between polls; the task queue's own is shorter
+# (services/broker.py, TASK_QUEUE_IDLE_MS).
+CONSUMER_IDLE_MS = 1000
 
 
 class WorkerRuntime(Middleware):
