@@ -19,6 +19,9 @@ from .tasks.actors import declare_actors
 log = logging.getLogger(__name__)
 
 SHUTDOWN_TIMEOUT_MS = 30_000
+# How long an idle consumer sleeps at most between polls; the task queue's own is shorter
+# (services/broker.py, TASK_QUEUE_IDLE_MS).
+CONSUMER_IDLE_MS = 1000
 
 
 class WorkerRuntime(Middleware):
@@ -68,7 +71,7 @@ def run_worker(settings: Settings, threads: int) -> int:
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
-    worker = dramatiq.Worker(broker, worker_threads=threads, worker_timeout=1000)
+    worker = dramatiq.Worker(broker, worker_threads=threads, worker_timeout=CONSUMER_IDLE_MS)
     worker.start()
     log.info("worker consuming %s and %s with %d threads",
              settings.site.task_queue, settings.site.dead_queue, threads)

@@ -61,9 +61,8 @@ def quote(policy: ChargesPolicy, processor: str, version: int) -> int:
 
 async def place_hold(conn: asyncpg.Connection, owner_id: UUID, task_id: UUID, price: int, charge_round: int) -> None:
     """Take ``price`` from the balance for this round; the caller holds the account lock."""
-    if await conn.fetchval(Q.debit, owner_id, price) is None:
+    if not await conn.fetchval(Q.hold, owner_id, task_id, charge_round, price):
         raise InsufficientCredits()
-    await conn.execute(Q.entry, owner_id, task_id, charge_round, "hold", price, None)
 
 
 async def give_back(conn: asyncpg.Connection, owner_id: UUID, task_id: UUID, charge_round: int, price: int) -> None:

@@ -1,9 +1,10 @@
 -- Charges. Every statement runs inside the transaction of a task's state
 -- change, after the account row is locked (account -> task order).
 
--- name: debit
--- Takes $2 credits if the balance covers them; no row = insufficient.
-UPDATE credit_account SET balance = balance - $2 WHERE account_id = $1 AND balance >= $2 RETURNING balance;
+-- name: hold
+-- A round's price taken and recorded (migration 0020, credit_hold; the task submit holds with it
+-- too); false when the balance does not cover it.
+SELECT credit_hold($1, $2, $3, $4);
 
 -- name: credit
 INSERT INTO credit_account AS c (account_id, balance) VALUES ($1, $2)

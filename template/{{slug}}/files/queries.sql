@@ -112,11 +112,9 @@ SELECT object_key FROM file WHERE object_key = ANY($1::text[]);
 -- ---------------------------------------------------------------- for tasks (tasks/store.py, tasks/results.py)
 
 -- name: lock_task_input
--- The same row lock a file delete takes: whoever locks first decides.
-SELECT id, name, size, sha256, content_type, status, expires_at > now() AS unexpired
-FROM file
-WHERE id = $1 AND owner_id = $2
-FOR UPDATE;
+-- The same row lock a file delete takes: whoever locks first decides (migration 0020,
+-- file_lock_task_input: the task submit locks its input with the same function).
+SELECT * FROM file_lock_task_input($1, $2);
 
 -- name: claim_unpublished_results
 -- Results reserved by attempts that are no longer the running one: never published. Claimed

@@ -7,7 +7,7 @@ from typing import Annotated
 import msgspec
 from msgspec import Meta
 
-from ..tasks.contract import InputRejected, processor
+from ..tasks.contract import InputRejected, OutputBound, processor
 
 
 class NormalizeParams(msgspec.Struct, rename="camel", forbid_unknown_fields=True, frozen=True):
@@ -29,7 +29,7 @@ def normalized_name(input_name: str) -> str:
     result_type="text/plain",
     result_name=normalized_name,
     # Line ends only shrink (CRLF → LF) and trimming only removes: never longer than the input.
-    max_output=lambda size: size,
+    max_output=OutputBound(times_input=1),
     time_limit_seconds=30,
 )
 def normalize_text(data: bytes, params: NormalizeParams) -> bytes:

@@ -1,12 +1,9 @@
 -- name: hit
 -- One atomic upsert per hit, so concurrent hits cannot both take the last slot: the key's count in
 -- its current window, this hit included. Windows of $2 seconds are aligned to 2000-01-01, so
--- 60 seconds are the clock's minutes and 900 its quarter hours.
-INSERT INTO rate_limit_window AS w (key, window_start, window_end, count)
-SELECT $1, s, s + make_interval(secs => $2), 1
-FROM date_bin(make_interval(secs => $2), now(), TIMESTAMPTZ '2000-01-01') AS s
-ON CONFLICT (key, window_start) DO UPDATE SET count = w.count + 1
-RETURNING count;
+-- 60 seconds are the clock's minutes and 900 its quarter hours (migration 0020, rate_limit_hit:
+-- the task submit counts its request with the same function).
+SELECT rate_limit_hit($1, $2);
 
 -- name: take
 -- A hit counted only while the key is under $3 in its current window: a refused hit adds nothing,

@@ -16,9 +16,14 @@ Bucket = Literal["read", "write"]
 WINDOW_SECONDS = 60
 
 
+def counter_key(account_id: UUID, bucket: Bucket) -> str:
+    """The key of the account's counter for ``bucket`` (the task submit counts in SQL under it)."""
+    # The `account:<id>:` prefix ties the counter to the account row (migration 0012): deleted with it.
+    return f"account:{account_id}:{bucket}"
+
+
 async def count_request(conn: asyncpg.Connection | asyncpg.Pool, account_id: UUID, bucket: Bucket,
                         limit: int) -> None:
     """Count one request; RateLimited once the account is over ``limit`` in this bucket this minute."""
-    # The `account:<id>:` prefix ties the counter to the account row (migration 0012): deleted with it.
-    if not await hit(conn, f"account:{account_id}:{bucket}", WINDOW_SECONDS, limit):
+    if not await hit(conn, counter_key(account_id, bucket), WINDOW_SECONDS, limit):
         raise RateLimited()

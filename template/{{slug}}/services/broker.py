@@ -12,6 +12,27 @@ from dramatiq.middleware import AsyncIO
 
 from ..settings import Settings
 
+# A Redis consumer that finds no message it may take (its queue empty, or its prefetch all held)
+# sleeps 5, 10, 20 ... ms, doubling up to its idle bound, and a message sent meanwhile waits out
+# the sleep. At the worker's 1000 ms the first task after a quiet spell waited up to a second
+# (docs/benchmarks.md, "The 1-worker stalls"); the task queue's consumer is bounded at this
+# instead. The dead-letter and delay queues keep the worker's bound: nobody waits on them, and
+# each consumer polling ten times as often costs an idle worker CPU.
+TASK_QUEUE_IDLE_MS = 100
+
+
+class SiteRedisBroker(RedisBroker):
+    """Dramatiq's Redis broker whose consumer of ``task_queue`` backs off to TASK_QUEUE_IDLE_MS at most."""
+
+    def __init__(self, *, task_queue: str, **options) -> None:
+        super().__init__(**options)
+        self.task_queue = task_queue
+
+    def consume(self, queue_name: str, prefetch: int = 1, timeout: int = 5000):
+        if queue_name == self.task_queue:
+            timeout = min(timeout, TASK_QUEUE_IDLE_MS)
+        return super().consume(queue_name, prefetch, timeout)
+
 
 def create_broker(settings: Settings) -> dramatiq.Broker | None:
     """The site's broker, or None when BROKER_URL is not set. Never installed globally."""
@@ -21,7 +42,8 @@ def create_broker(settings: Settings) -> dramatiq.Broker | None:
     scheme = urlsplit(url).scheme
     if scheme in ("redis", "rediss"):
         # The namespace keeps this site's queues apart from other sites on the same server.
-        broker: dramatiq.Broker = RedisBroker(
+        broker: dramatiq.Broker = SiteRedisBroker(
+            task_queue=settings.site.task_queue,
             url=url,
             namespace=settings.site.broker_namespace,
             socket_timeout=10,

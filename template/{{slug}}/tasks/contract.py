@@ -12,7 +12,7 @@ package (docs/processors.md)::
 
     @processor(name="word-count", version=1, title="Word count", params=NoParams,
                accepts=("text/plain",), result_type="application/json",
-               result_name=lambda name: f"{name}.words.json", max_output=lambda size: 64)
+               result_name=lambda name: f"{name}.words.json", max_output=OutputBound(times_input=0, plus_bytes=64))
     def word_count(data: bytes, params: NoParams) -> bytes: ...
 """
 
@@ -57,6 +57,19 @@ Function = Callable[[bytes, Any], bytes | Awaitable[bytes]]
 
 
 @dataclass(frozen=True)
+class OutputBound:
+    """The most bytes a processor's output takes for an input of ``n`` bytes:
+    ``times_input * n + plus_bytes``. Linear, so the database computes it in the submit's own
+    call, for the input it locks there (tasks/submission.py)."""
+
+    times_input: int = 1
+    plus_bytes: int = 0
+
+    def for_input(self, size: int) -> int:
+        return self.times_input * size + self.plus_bytes
+
+
+@dataclass(frozen=True)
 class Processor:
     """One deployed ``name@version``. Build it with the ``processor`` decorator."""
 
@@ -67,7 +80,7 @@ class Processor:
     accepts: tuple[str, ...]
     result_type: str | None  # None: the input's own type
     result_name: Callable[[str], str]
-    max_output: Callable[[int], int]
+    max_output: OutputBound
     retry_on: tuple[type[BaseException], ...]
     time_limit_seconds: float
     function: Function
@@ -83,7 +96,7 @@ class Processor:
 
     def output_bound(self, input_size: int, largest_file: int) -> int:
         """The quota a claim reserves for the result: the declared bound, never above a file's limit."""
-        return max(0, min(int(self.max_output(input_size)), largest_file))
+        return min(self.max_output.for_input(input_size), largest_file)
 
     def result_file(self, input_name: str, input_type: str) -> tuple[str, str]:
         """The result's name (within the files' name limit) and content type."""
@@ -130,7 +143,7 @@ class Processor:
 
 def processor(*, name: str, version: int, title: str, params: type[msgspec.Struct] = NoParams,
               accepts: tuple[str, ...] = ("text/plain",), result_type: str | None = None,
-              result_name: Callable[[str], str], max_output: Callable[[int], int],
+              result_name: Callable[[str], str], max_output: OutputBound,
               retry_on: tuple[type[BaseException], ...] = (), time_limit_seconds: float = 60,
               ) -> Callable[[Function], Processor]:
     """Declare a processor; the decorated function becomes a ``Processor`` the registry finds."""
@@ -147,6 +160,10 @@ def processor(*, name: str, version: int, title: str, params: type[msgspec.Struc
             raise ProcessorDeclarationError(f"{where}: accepts must list content types such as 'text/plain'")
         if result_type is not None and not CONTENT_TYPE.match(result_type):
             raise ProcessorDeclarationError(f"{where}: result_type {result_type!r} is not a content type")
+        if not (isinstance(max_output, OutputBound) and isinstance(max_output.times_input, int)
+                and isinstance(max_output.plus_bytes, int) and max_output.times_input >= 0
+                and max_output.plus_bytes >= 0):
+            raise ProcessorDeclarationError(f"{where}: max_output must be an OutputBound of integers from 0")
         if not 0 < time_limit_seconds <= MAX_TIME_LIMIT_SECONDS:
             raise ProcessorDeclarationError(
                 f"{where}: time_limit_seconds must be above 0 and at most {MAX_TIME_LIMIT_SECONDS}")

@@ -12,7 +12,7 @@ spend attempts.
 Two ways to send:
 
 - A submit takes the lease and the ``queued`` mark in its own transaction
-  (``store.submit``): after the commit it only sends, and writes nothing more
+  (``submission.submit``): after the commit it only sends, and writes nothing more
   unless the send fails — then the task goes back to ``pending`` under the
   lease, and maintenance re-sends once the lease is over. A web process that
   dies between the commit and the send leaves a ``queued`` task that no message

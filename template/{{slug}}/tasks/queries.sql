@@ -5,46 +5,25 @@
 -- stale executor's statement matches nothing.
 --
 -- dispatch_version names a delivery round (docs/tasks.md, delivery.py). Exactly the statements that
--- start a round bump it: insert_task, retry_failed, settle_pending and
+-- start a round bump it: task_submit (migration 0020), retry_failed, settle_pending and
 -- lease_due_deliveries leaving retry_wait. Sends and re-sends never do.
 --
--- A task's hot path is three write commits (migration 0014): the submit's transaction
--- (insert_task, with its delivery lease), claim_task and publish_result.
+-- A task's hot path is three write commits (migration 0014): the submit (submit_task, with its
+-- delivery lease: one call since migration 0020), claim_task and publish_result.
 
 -- ---------------------------------------------------------------- submit (store.py)
+
+-- name: submit_task
+-- The whole submit in one call (migration 0020, task_submit; submission.py): one row, its outcome
+-- and, when 'created', the new task's task_view columns.
+SELECT * FROM task_submit($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19,
+                           $20, $21);
 
 -- name: task_by_request_key
 SELECT id, request_fingerprint FROM task WHERE owner_id = $1 AND request_key = $2;
 
 -- name: count_active
 SELECT count(*) FROM task WHERE owner_id = $1 AND task_is_active(status);
-
--- name: request_and_active
--- The submit's two reads in one: the task of this request key (if any) and the owner's active count.
-SELECT k.id, k.request_fingerprint,
-       (SELECT count(*) FROM task a WHERE a.owner_id = $1 AND task_is_active(a.status)) AS active
-FROM (SELECT 1) AS one
-LEFT JOIN task k ON k.owner_id = $1 AND k.request_key = $2;
-
--- name: insert_task
--- The first delivery round (dispatch version 1), already marked queued under the submit's own
--- delivery lease (token $14 for $15 seconds), with the result's bound and type its processor
--- declared ($16, $17: the claim reserves them), and the input's pin: the sender sends after the
--- commit and writes nothing more unless the send fails (delivery.send_submitted). The new row
--- comes back, so the answer needs no second read.
-WITH created AS (
-    INSERT INTO task (id, owner_id, request_key, request_fingerprint, processor, processor_version,
-                      input_file_id, input_name, input_size, input_sha256, params, max_attempts,
-                      price, charge_status, charge_round, dispatch_version,
-                      status, queued_at, delivery_token, delivery_lease_expires_at, result_bound, result_type)
-    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13,
-            CASE WHEN $13 > 0 THEN 'held' ELSE 'free' END, CASE WHEN $13 > 0 THEN 1 ELSE 0 END, 1,
-            'queued', now(), $14, now() + make_interval(secs => $15), $16, $17)
-    RETURNING *
-), pinned AS (
-    INSERT INTO task_input_pin (task_id, file_id) SELECT id, input_file_id FROM created
-)
-SELECT * FROM created;
 
 -- name: insert_pin
 INSERT INTO task_input_pin (task_id, file_id) VALUES ($1, $2);

@@ -23,7 +23,7 @@ from ..web.dependencies import CurrentAccount, DbPool, Queue, SiteSettings, clie
 from ..web.guards import ACCOUNT_GUARDS, COUNTS_ITS_OWN_REQUESTS, requests_counted
 from ..web.openapi import JSON_BODY, MUTATION, PARAMETERS, SIGNED_IN, answers
 from ..web.paging import Cursor, Page, read_page
-from . import catalog, delivery, store
+from . import catalog, delivery, store, submission
 from .bodies import RetryBody, SubmitBody
 from .errors import (
     ActiveLimit,
@@ -81,8 +81,8 @@ class TasksController(Controller):
     async def submit_task(self, request: Request, data: JSONBody[SubmitBody], account: CurrentAccount,
                           pool: DbPool, queue: Queue, settings: SiteSettings) -> Response[TaskOut]:
         """Start a task; 201 when new, 200 with the existing task when the request key was seen with this input."""
-        # The request is counted against the write limit inside the submit's own transaction: one
-        # commit for both (docs/tasks.md). A request that fails before that commits is counted on
+        # The request is counted against the write limit inside the submit's own call: one commit
+        # for both (docs/tasks.md). A request that fails before that commits is counted on
         # its own afterwards (guards.count_uncounted_request). The captcha's call to its provider
         # runs outside any transaction, so with a captcha the count comes first, on its own.
         limit = settings.policy.tasks.writes_per_minute
@@ -95,9 +95,13 @@ class TasksController(Controller):
                 known = await store.request_key_known(conn, account.id, data.request_key)
             if not known:
                 await captcha.verify(settings, "task_submit", data.captcha_token, client_address(request))
-        async with transaction(pool) as conn:
-            submitted = await store.submit(conn, settings.policy.tasks, settings.policy.charges, settings.policy.files,
-                                           account.id, data, write_limit=limit if count_in_submit else None)
+        try:
+            submitted = await submission.submit(pool, settings.policy.tasks, settings.policy.charges,
+                                                settings.policy.files, account.id, data,
+                                                write_limit=limit if count_in_submit else None)
+        except submission.COUNTED_REFUSALS:
+            requests_counted(request)  # counted in the submit's own call, which committed
+            raise
         requests_counted(request)
         task = submitted.task
         if submitted.token is not None and not await delivery.send_submitted(pool, queue, submitted.task_id,

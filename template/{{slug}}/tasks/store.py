@@ -7,7 +7,6 @@ is indistinguishable from a missing one.
 from __future__ import annotations
 
 import hashlib
-import uuid
 from datetime import datetime
 from typing import Any
 from uuid import UUID
@@ -16,19 +15,15 @@ import asyncpg
 import msgspec
 
 from ..auth import accounts
-from ..charges import ledger
-from ..errors import Unauthenticated
 from ..files import store as files
 from ..files.errors import FileNotFound
-from ..ratelimits.requests import count_request
-from ..settings import ChargesPolicy, FilesPolicy, TasksPolicy
+from ..settings import TasksPolicy
 from . import billing
-from .bodies import SubmitBody, processor_of
 from .contract import Processor
-from .errors import ActiveLimit, NotRetryable, RequestConflict, TaskNotFound, TaskRejected
+from .errors import ActiveLimit, NotRetryable, TaskNotFound, TaskRejected
 from .registry import REGISTRY
 from .sql import Q
-from .states import ACTIVE, DELIVERY_LEASE_SECONDS, MANUAL_RETRY, TaskStatus
+from .states import ACTIVE, MANUAL_RETRY, TaskStatus
 
 # --- wire shapes -------------------------------------------------------------------
 
@@ -162,47 +157,6 @@ class Submitted(msgspec.Struct, frozen=True):
     @property
     def created(self) -> bool:
         return self.token is not None
-
-
-async def submit(conn: asyncpg.Connection, policy: TasksPolicy, charges: ChargesPolicy, file_policy: FilesPolicy,
-                 owner_id: UUID, body: SubmitBody, write_limit: int | None = None) -> Submitted:
-    """Create the task (queued, under a delivery lease) and its pin in the caller's transaction;
-    with ``write_limit``, the request is counted against it there too.
-
-    The account row is locked first: submits of one account run one at a time, so
-    neither the request key, the active limit nor the file lock can be raced. The count
-    comes after it: a submit waiting for an account that is being deleted must not hold
-    the account's request counter, which the deletion removes with it.
-    """
-    processor = processor_of(body)
-    params = msgspec.to_builtins(body.params)
-    digest = fingerprint(processor.name, processor.version, body.file_id, params)
-    if not await accounts.lock(conn, owner_id):
-        raise Unauthenticated()  # deleted while this request waited for it
-    if write_limit is not None:
-        await count_request(conn, owner_id, "write", write_limit)
-    seen = await conn.fetchrow(Q.request_and_active, owner_id, body.request_key)
-    if seen["id"] is not None:
-        if bytes(seen["request_fingerprint"]) != digest:
-            raise RequestConflict()
-        return Submitted(task_id=seen["id"])  # the same request again: never run twice
-    if seen["active"] >= policy.max_active:
-        raise ActiveLimit()
-    file = await lock_input(conn, owner_id, body.file_id, processor)
-    task_id, token = uuid.uuid4(), uuid.uuid4()
-    price = ledger.quote(charges, processor.name, processor.version)
-    row = await conn.fetchrow(
-        Q.insert_task, task_id, owner_id, body.request_key, digest, processor.name, processor.version,
-        file["id"], file["name"], file["size"], file["sha256"], params, policy.max_attempts, price, token,
-        DELIVERY_LEASE_SECONDS, processor.output_bound(file["size"], file_policy.max_file_bytes),
-        processor.result_file(file["name"], file["content_type"])[1],
-    )
-    if price:
-        await ledger.place_hold(conn, owner_id, task_id, price, charge_round=1)
-    # task_view's own columns, as they are for a task without a result
-    task = to_public({**row, "result_name": None, "result_size": None, "result_sha256": None, "result_gone": False,
-                      "result_content_type": None})
-    return Submitted(task_id=task_id, token=token, task=task)
 
 
 # --- reads -----------------------------------------------------------------------
