@@ -2,7 +2,7 @@
 -- change, after the account row is locked (account -> task order).
 
 -- name: hold
--- A round's price taken and recorded (migration 0020, credit_hold; the task submit holds with it
+-- A round's price taken and recorded (migration 0018, credit_hold; the task submit holds with it
 -- too); false when the balance does not cover it.
 SELECT credit_hold($1, $2, $3, $4);
 

@@ -112,7 +112,7 @@ SELECT object_key FROM file WHERE object_key = ANY($1::text[]);
 -- ---------------------------------------------------------------- for tasks (tasks/store.py, tasks/results.py)
 
 -- name: lock_task_input
--- The same row lock a file delete takes: whoever locks first decides (migration 0020,
+-- The same row lock a file delete takes: whoever locks first decides (migration 0018,
 -- file_lock_task_input: the task submit locks its input with the same function).
 SELECT * FROM file_lock_task_input($1, $2);
 

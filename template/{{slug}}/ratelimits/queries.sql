@@ -1,7 +1,7 @@
 -- name: hit
 -- One atomic upsert per hit, so concurrent hits cannot both take the last slot: the key's count in
 -- its current window, this hit included. Windows of $2 seconds are aligned to 2000-01-01, so
--- 60 seconds are the clock's minutes and 900 its quarter hours (migration 0020, rate_limit_hit:
+-- 60 seconds are the clock's minutes and 900 its quarter hours (migration 0018, rate_limit_hit:
 -- the task submit counts its request with the same function).
 SELECT rate_limit_hit($1, $2);
 

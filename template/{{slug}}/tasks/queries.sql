@@ -5,16 +5,16 @@
 -- stale executor's statement matches nothing.
 --
 -- dispatch_version names a delivery round (docs/tasks.md, delivery.py). Exactly the statements that
--- start a round bump it: task_submit (migration 0020), retry_failed, settle_pending and
+-- start a round bump it: task_submit (migration 0018), retry_failed, settle_pending and
 -- lease_due_deliveries leaving retry_wait. Sends and re-sends never do.
 --
 -- A task's hot path is three write commits (migration 0014): the submit (submit_task, with its
--- delivery lease: one call since migration 0020), claim_task and publish_result.
+-- delivery lease: one call since migration 0018), claim_task and publish_result.
 
 -- ---------------------------------------------------------------- submit (store.py)
 
 -- name: submit_task
--- The whole submit in one call (migration 0020, task_submit; submission.py): one row, its outcome
+-- The whole submit in one call (migration 0018, task_submit; submission.py): one row, its outcome
 -- and, when 'created', the new task's task_view columns.
 SELECT * FROM task_submit($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19,
                            $20, $21);

@@ -78,7 +78,7 @@ MANUAL_RETRY = frozenset({
 EXECUTION_LEASE_SECONDS = 120
 DELIVERY_LEASE_SECONDS = 30
 UNCLAIMED_RESEND_SECONDS = 120
-# A new task's first delivery round (task_submit, migration 0020).
+# A new task's first delivery round (task_submit, migration 0018).
 FIRST_ROUND = 1
 
 

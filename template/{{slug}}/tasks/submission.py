@@ -1,4 +1,4 @@
-"""The submit as one call: every check and write of a new task in one statement (migration 0020, task_submit).
+"""The submit as one call: every check and write of a new task in one statement (migration 0018, task_submit).
 
 The function takes the account lock, counts the request, and checks the request key, the active
 limit, the input and the balance in the order ``store`` documents; a refusal it answers has
