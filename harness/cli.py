@@ -139,8 +139,11 @@ def bench_config(args: argparse.Namespace) -> bench_results.BenchConfig:
     config = bench_results.BenchConfig(
         sites=args.sites, tasks=args.tasks, concurrency=args.concurrency, rounds=args.rounds,
         batch_seconds=args.batch_seconds, statement_tasks=args.statement_tasks, scaling_tasks=args.scaling_tasks,
-        history_tasks=args.history_tasks)
-    return bench_results.quick(config) if args.quick else config
+        history_tasks=bench_results.HISTORY_TASKS if args.history_tasks is None else args.history_tasks)
+    if not args.quick:
+        return config
+    shrunk = bench_results.quick(config)
+    return shrunk if args.history_tasks is None else msgspec.structs.replace(shrunk, history_tasks=args.history_tasks)
 
 
 def bench_problem(args: argparse.Namespace) -> str | None:
@@ -153,7 +156,7 @@ def bench_problem(args: argparse.Namespace) -> str | None:
         return "--tasks must be at least 1"
     if not 1 <= args.concurrency <= 64:
         return "--concurrency must be between 1 and 64"
-    if args.statement_tasks < 0 or args.scaling_tasks < 0 or args.history_tasks < 0:
+    if args.statement_tasks < 0 or args.scaling_tasks < 0 or (args.history_tasks or 0) < 0:
         return "--statement-tasks, --scaling-tasks and --history-tasks must be 0 (skip) or more"
     if args.rounds < 1:
         return "--rounds must be at least 1"
@@ -251,8 +254,9 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--rounds", type=int, default=3,
                        help="interleaved rounds (each site, the naive site, the bare actor in turn); ratios are "
                             "judged on their medians")
-    bench.add_argument("--history-tasks", type=int, default=1_000_000,
-                       help="tasks of history seeded into the first site for the cost-of-history row (0: skip)")
+    bench.add_argument("--history-tasks", type=int, default=None,
+                       help="tasks of history seeded into the first site for the cost-of-history row (0: skip; "
+                            "default 1000000, with --quick 20000)")
     bench.add_argument("--quick", action="store_true",
                        help="every phase small and short: checks the method, measures nothing worth keeping")
     bench.add_argument("--concurrency", type=int, default=8, help="clients: tasks in flight, API submitters")

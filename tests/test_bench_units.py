@@ -382,6 +382,9 @@ def test_quick_keeps_the_method_and_shrinks_every_phase() -> None:
     assert 0 < config.history_tasks <= 20_000 and config.list_tasks < results.LIST_TASKS
     assert cli.bench_config(cli.build_parser().parse_args(["bench", "--rounds", "5", "--batch-seconds", "30"])
                             ).batch_seconds == 30
+    # the history row alone at full size, every other phase small
+    alone = cli.bench_config(cli.build_parser().parse_args(["bench", "--quick", "--history-tasks", "1000000"]))
+    assert alone.history_tasks == 1_000_000 and alone.batch_seconds == 0
 
 
 @pytest.mark.parametrize(("argv", "message"), [
