@@ -5,13 +5,13 @@ from __future__ import annotations
 import asyncpg
 
 
-async def delete_in_batches(pool: asyncpg.Pool, statement: str, days: int, batch: int, limit: int) -> int:
-    """Run ``statement`` (parameters: ``days``, a row cap; RETURNING one row per row deleted) until it
-    deletes fewer than ``batch`` rows or ``limit`` rows went in all; each run is its own short
+async def delete_in_batches(pool: asyncpg.Pool, statement: str, *params: object, batch: int, limit: int) -> int:
+    """Run ``statement`` (its parameters: ``params``, then a row cap; RETURNING a row per row deleted) until
+    it deletes fewer than ``batch`` rows or ``limit`` rows went in all. Each run is its own short
     transaction, so no lock outlives one batch. Returns the rows deleted."""
     done = 0
     while done < limit:
-        deleted = len(await pool.fetch(statement, days, min(batch, limit - done)))
+        deleted = len(await pool.fetch(statement, *params, min(batch, limit - done)))
         done += deleted
         if deleted < batch:
             break

@@ -116,7 +116,7 @@ async def forget_deleted(pool: asyncpg.Pool, days: int, batch: int, limit: int) 
     """Rows of files deleted more than ``days`` ago that no task names as its result (history
     retention: tasks/retention.py runs first). ``batch`` rows a statement, each its own short
     transaction, at most ``limit`` a pass; returns the rows forgotten."""
-    return await delete_in_batches(pool, store.Q.forget_deleted, days, batch, limit)
+    return await delete_in_batches(pool, store.Q.forget_deleted, days, batch=batch, limit=limit)
 
 
 async def _delete_orphans(pool: asyncpg.Pool, objects: ObjectStore, keys: list[str], limit: int) -> int:

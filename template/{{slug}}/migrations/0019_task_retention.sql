@@ -9,3 +9,7 @@ ALTER TABLE credit_ledger DROP CONSTRAINT credit_ledger_task_id_fkey;
 -- Rows of deleted files are forgotten once no retained task names them as its result: the
 -- oldest first.
 CREATE INDEX file_deleted_idx ON file (deleted_at) WHERE status = 'deleted';
+
+-- Sessions are deleted a day after their absolute expiry (auth/sessions.py purge_ended): every
+-- sign-in adds a row, so this table grows with traffic too.
+CREATE INDEX session_expires_idx ON session (expires_at);

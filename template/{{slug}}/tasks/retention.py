@@ -20,5 +20,5 @@ Q = Queries.load(__package__, "retention.sql")
 async def prune_history(pool: asyncpg.Pool, days: int, batch: int, limit: int) -> int:
     """Terminal tasks finished more than ``days`` ago, and dead-letter receipts of that age that name
     no task; returns the rows deleted (at most ``limit`` of each)."""
-    return (await delete_in_batches(pool, Q.prune_tasks, days, batch, limit)
-            + await delete_in_batches(pool, Q.prune_orphan_dead_letters, days, batch, limit))
+    return (await delete_in_batches(pool, Q.prune_tasks, days, batch=batch, limit=limit)
+            + await delete_in_batches(pool, Q.prune_orphan_dead_letters, days, batch=batch, limit=limit))
