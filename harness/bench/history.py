@@ -1,7 +1,7 @@
 """Cost as history grows: one site as it is, then holding ``history_tasks`` more tasks of history.
 
 At each size: submit latency (one client after another, workers stopped, so nothing but the
-submit is timed), first-page list latency, one maintenance pass and one audit (both timed in
+submit is timed), first-page list latency, maintenance passes and one audit (both timed in
 the site's own interpreter, history_probe.py). The submitted tasks are canceled before the pass,
 so both passes find the same work. The history is seeded straight into the site's database with
 ``generate_series`` in a few statements, shaped so the audit holds: finished tasks of a thousand
@@ -148,7 +148,8 @@ async def measure(state_dir: Path, site: SiteRecord, samples: int, first_index: 
     return HistorySize(tasks=rows["tasks"], attempts=rows["attempts"], files=rows["files"], submit=latency(submits),
                        list_first_page=latency(lists), maintenance_s=probed["maintenance_s"],
                        maintenance_steps=probed["steps"], audit_s=probed["audit_s"],
-                       audit_clean=probed["audit_clean"], audit_findings=probed["findings"][:20])
+                       audit_clean=probed["audit_clean"], audit_findings=probed["findings"][:20],
+                       first_pass_s=probed["first_pass_s"], step_s=probed["step_s"])
 
 
 async def history(state_dir: Path, site: SiteRecord, *, tasks: int, samples: int, first_index: int) -> History:
