@@ -133,8 +133,9 @@ def test_the_reference_table_shows_both_ratios_per_worker_count() -> None:
     header, one, two = rendered.splitlines()
     assert "ours/naive" in header and "ours/bare" in header and "range" in header
     # one round: no range to show
-    assert one.split() == ["alpha", "1", "1", "20.0", "32.0", "40.0", "0.62", "-", "0.50", "-"]
-    assert two.split() == ["alpha", "2", "1", "25.0", "40.0", "50.0", "0.62", "-", "0.50", "-"]
+    # CPU per task: alpha 1w 32.5 ms against the naive site's 16
+    assert one.split() == ["alpha", "1", "1", "20.0", "32.0", "40.0", "0.62", "-", "0.50", "-", "2.03", "-"]
+    assert two.split() == ["alpha", "2", "1", "25.0", "40.0", "50.0", "0.62", "-", "0.50", "-", "-", "-"]
     no_naive = _report()
     no_naive.naive = []
     assert not [s for s in tables.sections(no_naive) if s[0].startswith("Against the references")]
@@ -671,10 +672,20 @@ def test_the_reference_table_shows_each_ratios_median_and_range_across_rounds() 
     report = _rounds_report(ours=[50.0, 20.0, 60.0], naive=[100.0, 40.0, 100.0], bare=[100.0, 50.0, 120.0])
     ((_, rendered),) = [s for s in tables.sections(report) if s[0].startswith("Against the references")]
     (row,) = rendered.splitlines()[1:]
-    assert row.split() == ["alpha", "1", "3", "50.0", "100.0", "100.0", "0.50", "0.50-0.60", "0.50", "0.40-0.50"]
+    assert row.split() == ["alpha", "1", "3", "50.0", "100.0", "100.0", "0.50", "0.50-0.60", "0.50", "0.40-0.50",
+                           "1.00", "1.00-1.00"]  # each round's CPU per task the same on both sides
     end_to_end = next(v for k, v in tables.sections(report) if k.startswith("End to end"))
     assert "3 interleaved rounds" in next(k for k, _ in tables.sections(report) if k.startswith("End to end"))
     assert len([line for line in end_to_end.splitlines() if line.startswith("alpha")]) == 3  # one row a round
+
+
+def test_the_cpu_ratio_is_taken_within_each_round() -> None:
+    report = _rounds_report(ours=[50.0, 20.0, 60.0], naive=[100.0, 40.0, 100.0], bare=[100.0, 50.0, 120.0])
+    report.naive = [msgspec.structs.replace(n, cpu_ms_per_task={"web": 1.0, "worker": 4.0 * n.round})
+                    for n in report.naive]
+    # ours: 11, 12, 13 ms; naive: 5, 9, 13 ms
+    assert rounds.cpu_ratios(report, rounds.NAIVE) == {("alpha", 1): [2.2, 1.333, 1.0]}
+    assert rounds.cpu_ratio_spreads(report, rounds.NAIVE)[("alpha", 1)] == rounds.Spread(1.333, 1.0, 2.2, 3)
 
 
 def test_cpu_per_task_is_the_median_of_each_process_across_rounds() -> None:
@@ -691,6 +702,7 @@ def test_a_comparison_takes_the_medians_of_each_runs_rounds() -> None:
     assert found["tasks/s"] == (50.0, 80.0)  # not the outlier round of either run
     assert found["ours / naive"] == (0.5, 0.8)
     assert found["CPU ms / task, all processes"] == (12.0, 12.0)
+    assert found["CPU / task, ours / naive"] == (1.0, 1.0)
     printed = compare.text([(before, after)], ["alpha"])
     assert "ours / naive, range" in printed and "0.50-0.60 (3 rounds) -> 0.10-0.90 (3 rounds)" in printed
 

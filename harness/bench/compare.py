@@ -45,6 +45,11 @@ def _median_ratio(report: BenchReport, reference: str, site: str, workers: int) 
     return round(found.median, 2) if found else None
 
 
+def _median_cpu_ratio(report: BenchReport, site: str, workers: int) -> float | None:
+    found = rounds.cpu_ratio_spreads(report, rounds.NAIVE).get((site, workers))
+    return round(found.median, 2) if found else None
+
+
 def figures(report: BenchReport, site: str, workers: int = 1) -> dict[str, float | None]:
     """One run's numbers for one site's batches, by the label they are compared under: medians across its
     rounds (a run from before the rounds has one)."""
@@ -61,6 +66,7 @@ def figures(report: BenchReport, site: str, workers: int = 1) -> dict[str, float
         "tasks/s": rate.median if rate else None,
         "ours / naive": _median_ratio(report, rounds.NAIVE, site, workers),
         "ours / bare": _median_ratio(report, rounds.BARE, site, workers),
+        "CPU / task, ours / naive": _median_cpu_ratio(report, site, workers),
     }
 
 

@@ -68,6 +68,23 @@ def ratio_spreads(report: BenchReport, reference: str) -> dict[tuple[str, int], 
     return {key: spread(values) for key, values in ratios(report, reference).items()}
 
 
+def cpu_ratios(report: BenchReport, reference: str) -> dict[tuple[str, int], list[float | None]]:
+    """Each site's CPU per task (every process) over ``reference``'s, round by round, as ``ratios`` pairs
+    them. Far steadier than the rates on a shared machine: another process's load slows both sides'
+    clocks, but a task still costs the CPU it costs."""
+    theirs = {(run.workers, run.round): sum(run.cpu_ms_per_task.values())
+              for run in (report.naive if reference == NAIVE else report.baseline)}
+    out: dict[tuple[str, int], list[float | None]] = {}
+    for run in sorted(report.end_to_end, key=lambda e: e.round):
+        out.setdefault((run.site, run.workers), []).append(
+            ratio(sum(run.cpu_ms_per_task.values()), theirs.get((run.workers, run.round), 0.0)))
+    return out
+
+
+def cpu_ratio_spreads(report: BenchReport, reference: str) -> dict[tuple[str, int], Spread | None]:
+    return {key: spread(values) for key, values in cpu_ratios(report, reference).items()}
+
+
 def rate_spreads(runs: Iterable[Baseline | EndToEnd]) -> dict[int, Spread | None]:
     """tasks/s across rounds by worker processes (of one site, or of one reference)."""
     grouped: dict[int, list[float]] = {}

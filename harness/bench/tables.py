@@ -127,15 +127,17 @@ def reference_table(report: BenchReport, markdown: bool = False) -> str:
     naive, bare = rates(report.naive), rates(report.baseline)
     over_naive = rounds.ratio_spreads(report, rounds.NAIVE)
     over_bare = rounds.ratio_spreads(report, rounds.BARE)
+    cpu_over_naive = rounds.cpu_ratio_spreads(report, rounds.NAIVE)
     rows = []
     for (site, workers), runs in batches(report.end_to_end).items():
         ours = rounds.rate_spreads(runs)[workers]
         by_naive, by_bare = over_naive[(site, workers)], over_bare[(site, workers)]
+        cpu = cpu_over_naive[(site, workers)]
         rows.append([site, workers, len(runs), ours.median if ours else None, naive.get(workers), bare.get(workers),
                      by_naive.median if by_naive else None, span(by_naive), by_bare.median if by_bare else None,
-                     span(by_bare)])
+                     span(by_bare), cpu.median if cpu else None, span(cpu)])
     return table(["site", "workers", "rounds", "tasks/s", "naive tasks/s", "bare tasks/s", "ours/naive", "range",
-                  "ours/bare", "range"], rows, markdown)
+                  "ours/bare", "range", "CPU ours/naive", "range"], rows, markdown)
 
 
 def sections(report: BenchReport, markdown: bool = False) -> list[tuple[str, str]]:
@@ -161,7 +163,8 @@ def sections(report: BenchReport, markdown: bool = False) -> list[tuple[str, str
                            "vs bare"], rows, markdown)))
     if report.end_to_end and report.naive:
         out.append(("Against the references, medians across rounds (each ratio taken within a round) and their "
-                    "ranges: ours / naive site (the price of the guarantees), ours / bare actor",
+                    "ranges: tasks/s of ours / naive site (the price of the guarantees), ours / bare actor, and "
+                    "CPU per task (every process) of ours / naive site",
                     reference_table(report, markdown)))
     if report.end_to_end or report.baseline or report.naive:
         runs = [(f"{site} {workers}w", rounds.median_cpu(group))
