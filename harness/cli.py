@@ -11,6 +11,7 @@ from pathlib import Path
 import msgspec
 
 from . import KIT_ROOT, proxy, report, stand, state
+from .bench import results as bench_results
 
 
 def _default_state() -> Path:
@@ -96,12 +97,10 @@ def cmd_report(args: argparse.Namespace) -> int:
 def cmd_bench(args: argparse.Namespace) -> int:
     from .bench import tables
     from .bench.measure import BenchError
-    from .bench.results import BenchConfig
     from .bench.run import run, write_outputs
 
     state_dir = Path(args.state) if args.state else KIT_ROOT / ".state" / "bench" / _default_state().name
-    config = BenchConfig(sites=args.sites, tasks=args.tasks, concurrency=args.concurrency,
-                         statement_tasks=args.statement_tasks, scaling_tasks=args.scaling_tasks)
+    config = bench_config(args)
     try:
         result = run(config, state_dir)
     except BenchError as error:  # a number that could not be trusted: say which, logs stay in the state folder
@@ -135,6 +134,18 @@ def cmd_bench_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def bench_config(args: argparse.Namespace) -> bench_results.BenchConfig:
+    """The run's settings; ``--quick`` shrinks every phase (to check the method end to end, not to measure)."""
+    config = bench_results.BenchConfig(
+        sites=args.sites, tasks=args.tasks, concurrency=args.concurrency, rounds=args.rounds,
+        batch_seconds=args.batch_seconds, statement_tasks=args.statement_tasks, scaling_tasks=args.scaling_tasks,
+        history_tasks=bench_results.HISTORY_TASKS if args.history_tasks is None else args.history_tasks)
+    if not args.quick:
+        return config
+    shrunk = bench_results.quick(config)
+    return shrunk if args.history_tasks is None else msgspec.structs.replace(shrunk, history_tasks=args.history_tasks)
+
+
 def bench_problem(args: argparse.Namespace) -> str | None:
     """Why these bench options cannot run, or None."""
     from .render import NAMES
@@ -145,8 +156,12 @@ def bench_problem(args: argparse.Namespace) -> str | None:
         return "--tasks must be at least 1"
     if not 1 <= args.concurrency <= 64:
         return "--concurrency must be between 1 and 64"
-    if args.statement_tasks < 0 or args.scaling_tasks < 0:
-        return "--statement-tasks and --scaling-tasks must be 0 (skip) or more"
+    if args.statement_tasks < 0 or args.scaling_tasks < 0 or (args.history_tasks or 0) < 0:
+        return "--statement-tasks, --scaling-tasks and --history-tasks must be 0 (skip) or more"
+    if args.rounds < 1:
+        return "--rounds must be at least 1"
+    if args.batch_seconds < 0:
+        return "--batch-seconds must be 0 or more"
     return None
 
 
@@ -232,7 +247,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     bench = commands.add_parser("bench", help="stand sites up and measure them against a bare actor and pgbench")
     bench.add_argument("--sites", type=int, default=2)
-    bench.add_argument("--tasks", type=int, default=200, help="tasks per batch (per site and worker count)")
+    bench.add_argument("--tasks", type=int, default=200,
+                       help="at least this many tasks per end-to-end batch (per site, reference and worker count)")
+    bench.add_argument("--batch-seconds", type=float, default=15.0,
+                       help="each end-to-end batch goes on starting tasks until this much time passed")
+    bench.add_argument("--rounds", type=int, default=3,
+                       help="interleaved rounds (each site, the naive site, the bare actor in turn); ratios are "
+                            "judged on their medians")
+    bench.add_argument("--history-tasks", type=int, default=None,
+                       help="tasks of history seeded into the first site for the cost-of-history row (0: skip; "
+                            "default 1000000, with --quick 20000)")
+    bench.add_argument("--quick", action="store_true",
+                       help="every phase small and short: checks the method, measures nothing worth keeping")
     bench.add_argument("--concurrency", type=int, default=8, help="clients: tasks in flight, API submitters")
     bench.add_argument("--statement-tasks", type=int, default=20,
                        help="tasks of the batch whose round trips are counted from the statement log (0: skip)")

@@ -9,7 +9,7 @@ import msgspec
 import pytest
 
 from harness import KIT_ROOT, cli
-from harness.bench import bare_worker, ceiling, compare, measure, naive_site, reference, results, tables
+from harness.bench import bare_worker, ceiling, compare, measure, naive_site, reference, results, rounds, tables
 from harness.bench.accounts import input_text, normalized, submit_body
 from harness.bench.api import accounts_needed
 from harness.bench.listing import cursor_for
@@ -131,9 +131,11 @@ def test_sites_are_compared_with_the_naive_site_at_the_same_worker_count() -> No
 def test_the_reference_table_shows_both_ratios_per_worker_count() -> None:
     ((_, rendered),) = [s for s in tables.sections(_report()) if s[0].startswith("Against the references")]
     header, one, two = rendered.splitlines()
-    assert "ours/naive" in header and "ours/bare" in header
-    assert one.split() == ["alpha", "1", "20.0", "32.0", "40.0", "0.62", "0.50"]
-    assert two.split() == ["alpha", "2", "25.0", "40.0", "50.0", "0.62", "0.50"]
+    assert "ours/naive" in header and "ours/bare" in header and "range" in header
+    # one round: no range to show
+    # CPU per task: alpha 1w 32.5 ms against the naive site's 16
+    assert one.split() == ["alpha", "1", "1", "20.0", "32.0", "40.0", "0.62", "-", "0.50", "-", "2.03", "-"]
+    assert two.split() == ["alpha", "2", "1", "25.0", "40.0", "50.0", "0.62", "-", "0.50", "-", "-", "-"]
     no_naive = _report()
     no_naive.naive = []
     assert not [s for s in tables.sections(no_naive) if s[0].startswith("Against the references")]
@@ -369,6 +371,33 @@ def test_bench_defaults() -> None:
     args = cli.build_parser().parse_args(["bench"])
     assert (args.sites, args.tasks, args.concurrency, args.json) == (2, 200, 8, None)
     assert cli.bench_problem(args) is None
+    config = cli.bench_config(args)
+    assert (config.rounds, config.batch_seconds, config.history_tasks) == (3, 15.0, 1_000_000)
+    assert config == BenchConfig(tasks=200, concurrency=8)
+
+
+def test_quick_keeps_the_method_and_shrinks_every_phase() -> None:
+    config = cli.bench_config(cli.build_parser().parse_args(["bench", "--quick", "--sites", "1"]))
+    assert config.rounds == 3 and config.sites == 1  # still interleaved rounds, so the method is what runs
+    assert config.batch_seconds == 0 and config.tasks <= 40 and config.scaling_tasks == 0
+    assert 0 < config.history_tasks <= 20_000 and config.list_tasks < results.LIST_TASKS
+    assert cli.bench_config(cli.build_parser().parse_args(["bench", "--rounds", "5", "--batch-seconds", "30"])
+                            ).batch_seconds == 30
+    # the history row alone at full size, every other phase small
+    alone = cli.bench_config(cli.build_parser().parse_args(["bench", "--quick", "--history-tasks", "1000000"]))
+    assert alone.history_tasks == 1_000_000 and alone.batch_seconds == 0
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--rounds", "0"], "--rounds must be at least 1"),
+    (["--batch-seconds", "-1"], "--batch-seconds must be 0 or more"),
+    (["--history-tasks", "-1"], "--history-tasks must be 0"),
+])
+def test_bench_refuses_impossible_round_options(argv: list[str], message: str, capsys: pytest.CaptureFixture[str],
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cli, "cmd_bench", lambda args: pytest.fail("bench started"))
+    assert cli.main(["bench", *argv]) == 2
+    assert message in capsys.readouterr().err
 
 
 def test_other_load_is_reported_by_its_worst_phase() -> None:
@@ -564,7 +593,7 @@ def test_bench_refuses_negative_phase_sizes(capsys: pytest.CaptureFixture[str],
                                             monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(cli, "cmd_bench", lambda args: pytest.fail("bench started"))
     assert cli.main(["bench", "--scaling-tasks", "-1"]) == 2
-    assert "--scaling-tasks must be 0" in capsys.readouterr().err
+    assert "--history-tasks must be 0" in capsys.readouterr().err
 
 
 def test_bench_phase_sizes_default_to_the_configs() -> None:
@@ -585,3 +614,147 @@ def test_an_external_postgres_is_left_as_it_is() -> None:
     external = ServiceRecord(kind="postgres", url="postgresql://db.example/postgres")  # no pid: not ours
     counted = asyncio.run(statements.round_trips(external, site, [], tasks=20))
     assert counted.not_counted.startswith("external PostgreSQL") and counted.statements == 0
+
+
+# --- interleaved rounds ------------------------------------------------------------
+
+
+def _rounds_report(ours: list[float], naive: list[float | None], bare: list[float]) -> BenchReport:
+    """One site at 1 worker, round by round; a None leaves the naive site out of that round."""
+    def run(cls, number, rate, **extra):
+        return cls(workers=1, tasks=100, seconds=100 / rate, tasks_per_s=rate, latency=_latency(10.0),
+                   cpu_ms_per_task={"web": number, "worker": 10.0}, round=number, **extra)
+    return BenchReport(
+        config=BenchConfig(sites=1, rounds=len(ours)),
+        end_to_end=[run(EndToEnd, n, r, site="alpha", price=0) for n, r in enumerate(ours, 1)],
+        naive=[run(Naive, n, r) for n, r in enumerate(naive, 1) if r is not None],
+        baseline=[run(Baseline, n, r) for n, r in enumerate(bare, 1)],
+    )
+
+
+def test_a_spread_is_the_median_and_the_extremes_of_what_was_measured() -> None:
+    assert rounds.spread([3.0, 1.0, 2.0]) == rounds.Spread(median=2.0, low=1.0, high=3.0, count=3)
+    assert rounds.spread([1.0, 4.0, None, 2.0, 3.0]) == rounds.Spread(median=2.5, low=1.0, high=4.0, count=4)
+    assert rounds.spread([None]) is None and rounds.spread([]) is None
+    assert rounds.Spread(median=0.5, low=0.4, high=0.6, count=3).relative_range == 0.4
+
+
+def test_each_round_runs_every_site_then_the_naive_site_then_the_bare_actor() -> None:
+    order = rounds.schedule(3, ["alpha", "bravo"])
+    assert order[:4] == [(1, "alpha"), (1, "bravo"), (1, "naive"), (1, "bare")]
+    assert [what for _, what in order] == ["alpha", "bravo", "naive", "bare"] * 3
+    assert [number for number, _ in order] == [1] * 4 + [2] * 4 + [3] * 4
+    assert rounds.schedule(1, []) == [(1, "naive"), (1, "bare")]
+
+
+def test_a_ratio_is_taken_within_its_round_and_judged_on_the_median() -> None:
+    # Round 2 ran while the machine was busy: both sides slowed alike, so the round's ratio holds;
+    # a ratio of medians across rounds would pair ours of one minute with naive of another.
+    report = _rounds_report(ours=[50.0, 20.0, 60.0], naive=[100.0, 40.0, 100.0], bare=[100.0, 50.0, 120.0])
+    assert rounds.ratios(report, rounds.NAIVE) == {("alpha", 1): [0.5, 0.5, 0.6]}
+    assert rounds.ratio_spreads(report, rounds.NAIVE)[("alpha", 1)] == rounds.Spread(0.5, 0.5, 0.6, 3)
+    assert tables.vs_naive(report) == {("alpha", 1): 0.5}
+    assert tables.vs_baseline(report) == {("alpha", 1): 0.5}  # 0.5, 0.4, 0.5
+    # a round whose reference is missing gives no ratio, and the others still do
+    gap = _rounds_report(ours=[50.0, 20.0, 60.0], naive=[100.0, None, 100.0], bare=[100.0, 50.0, 120.0])
+    assert rounds.ratios(gap, rounds.NAIVE) == {("alpha", 1): [0.5, None, 0.6]}
+    assert rounds.ratio_spreads(gap, rounds.NAIVE)[("alpha", 1)] == rounds.Spread(0.55, 0.5, 0.6, 2)
+
+
+def test_rounds_are_paired_by_number_whatever_order_the_runs_were_stored_in() -> None:
+    report = _rounds_report(ours=[50.0, 20.0, 60.0], naive=[100.0, 40.0, 100.0], bare=[100.0, 50.0, 120.0])
+    report.end_to_end.reverse()
+    report.naive = [report.naive[1], report.naive[2], report.naive[0]]
+    assert rounds.ratios(report, rounds.NAIVE) == {("alpha", 1): [0.5, 0.5, 0.6]}
+
+
+def test_the_reference_table_shows_each_ratios_median_and_range_across_rounds() -> None:
+    report = _rounds_report(ours=[50.0, 20.0, 60.0], naive=[100.0, 40.0, 100.0], bare=[100.0, 50.0, 120.0])
+    ((_, rendered),) = [s for s in tables.sections(report) if s[0].startswith("Against the references")]
+    (row,) = rendered.splitlines()[1:]
+    assert row.split() == ["alpha", "1", "3", "50.0", "100.0", "100.0", "0.50", "0.50-0.60", "0.50", "0.40-0.50",
+                           "1.00", "1.00-1.00"]  # each round's CPU per task the same on both sides
+    end_to_end = next(v for k, v in tables.sections(report) if k.startswith("End to end"))
+    assert "3 interleaved rounds" in next(k for k, _ in tables.sections(report) if k.startswith("End to end"))
+    assert len([line for line in end_to_end.splitlines() if line.startswith("alpha")]) == 3  # one row a round
+
+
+def test_the_cpu_ratio_is_taken_within_each_round() -> None:
+    report = _rounds_report(ours=[50.0, 20.0, 60.0], naive=[100.0, 40.0, 100.0], bare=[100.0, 50.0, 120.0])
+    report.naive = [msgspec.structs.replace(n, cpu_ms_per_task={"web": 1.0, "worker": 4.0 * n.round})
+                    for n in report.naive]
+    # ours: 11, 12, 13 ms; naive: 5, 9, 13 ms
+    assert rounds.cpu_ratios(report, rounds.NAIVE) == {("alpha", 1): [2.2, 1.333, 1.0]}
+    assert rounds.cpu_ratio_spreads(report, rounds.NAIVE)[("alpha", 1)] == rounds.Spread(1.333, 1.0, 2.2, 3)
+
+
+def test_cpu_per_task_is_the_median_of_each_process_across_rounds() -> None:
+    report = _rounds_report(ours=[50.0, 20.0, 60.0], naive=[100.0, 40.0, 100.0], bare=[100.0, 50.0, 120.0])
+    assert rounds.median_cpu(report.end_to_end) == {"web": 2.0, "worker": 10.0}
+    profile = next(v for k, v in tables.sections(report) if k.startswith("CPU per task"))
+    assert next(line for line in profile.splitlines() if line.startswith("alpha 1w")).split()[-1] == "12.0"
+
+
+def test_a_comparison_takes_the_medians_of_each_runs_rounds() -> None:
+    before = _rounds_report(ours=[50.0, 20.0, 60.0], naive=[100.0, 40.0, 100.0], bare=[100.0, 50.0, 120.0])
+    after = _rounds_report(ours=[80.0, 90.0, 10.0], naive=[100.0, 100.0, 100.0], bare=[100.0, 100.0, 100.0])
+    found = {row.label: (row.before, row.after) for row in compare.rows([(before, after)], "alpha")[0]}
+    assert found["tasks/s"] == (50.0, 80.0)  # not the outlier round of either run
+    assert found["ours / naive"] == (0.5, 0.8)
+    assert found["CPU ms / task, all processes"] == (12.0, 12.0)
+    assert found["CPU / task, ours / naive"] == (1.0, 1.0)
+    printed = compare.text([(before, after)], ["alpha"])
+    assert "ours / naive, range" in printed and "0.50-0.60 (3 rounds) -> 0.10-0.90 (3 rounds)" in printed
+
+
+def test_a_time_bounded_batch_goes_on_until_its_seconds_have_passed() -> None:
+    import asyncio
+    import time as clock
+    import uuid
+
+    from harness.bench import loop
+
+    class Instant:
+        """Completions that see every job finish 5 ms after it started."""
+
+        polls = 0
+
+        async def run(self) -> None:
+            return None
+
+        def stop(self) -> None:
+            return None
+
+        async def wait(self, job_id: uuid.UUID) -> loop.Finished:
+            await asyncio.sleep(0.005)
+            return loop.Finished("succeeded", None, clock.time())
+
+    async def start(client: int, number: int) -> uuid.UUID:
+        return uuid.uuid4()
+
+    by_count = asyncio.run(loop.closed_loop(start, Instant(), total=10, concurrency=2))
+    assert len(by_count.jobs) == 10
+    by_time = asyncio.run(loop.closed_loop(start, Instant(), total=1, concurrency=2, seconds=0.3))
+    assert by_time.seconds >= 0.3 and len(by_time.jobs) > 10
+    assert by_time.jobs_per_s == pytest.approx(len(by_time.jobs) / by_time.seconds, rel=0.01)  # every job counted
+
+
+def _history() -> results.History:
+    def size(tasks: int, audit: float) -> results.HistorySize:
+        return results.HistorySize(tasks=tasks, attempts=tasks, files=tasks, submit=_latency(20.0),
+                                   list_first_page=_latency(5.0), maintenance_s=0.4, maintenance_steps={"x": 0},
+                                   audit_s=audit, audit_clean=True, audit_findings=[])
+    return results.History(site="alpha", seeded=1_000_000, seed_seconds=60.0, empty=size(10_000, 2.0),
+                           full=size(1_010_000, 52.0), audit_s_per_100k_tasks=5.0, submit_p99_ratio=1.0,
+                           list_p99_ratio=1.0, maintenance_ratio=1.0)
+
+
+def test_the_history_row_sets_the_full_site_against_the_empty_one(tmp_path: Path) -> None:
+    report = _report()
+    report.history = _history()
+    title, rendered = next((k, v) for k, v in tables.sections(report) if k.startswith("Cost as history grows"))
+    assert "1,000,000 tasks" in title and "5.00 s per 100,000 tasks" in title
+    _, full, ratios = rendered.splitlines()[1:]
+    assert full.split()[:3] == ["+1,000,000", "tasks", "1010000"] and ratios.split()[-2] == "26.0"
+    results.write_json(report, tmp_path / "r.json")
+    assert results.read_json(tmp_path / "r.json").history == report.history

@@ -41,6 +41,7 @@ def test_defaults_are_derived_from_the_slug(tmp_path: Path) -> None:
                      "concurrent_uploads": 8, "receive_seconds": 120, "download_seconds": 600}
     assert policy["tasks"] == {
         "enabled": True, "max_active": 5, "max_attempts": 3, "writes_per_minute": 30, "reads_per_minute": 120,
+        "history_days": 90,
     }
     assert policy["charges"] == {"enabled": False, "prices": {"text-normalize@1": 0}}
     assert policy["captcha"]["provider"] == "none"

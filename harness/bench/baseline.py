@@ -35,13 +35,14 @@ async def _check_results(conn: asyncpg.Connection, jobs: list[UUID], expected: d
 
 
 def baseline(sites: SitesFile, via: SiteRecord, *, tasks: int, concurrency: int, workers: tuple[int, ...],
-             logs: Path) -> list[Baseline]:
+             logs: Path, seconds: float = 0.0, round_number: int = 1) -> list[Baseline]:
     with scratch(sites, via, "bare") as config:
-        return asyncio.run(_measure(config, tasks, concurrency, workers, logs, cpu.service_groups(sites, via)))
+        return asyncio.run(_measure(config, tasks, concurrency, workers, logs, cpu.service_groups(sites, via),
+                                    seconds, round_number))
 
 
 async def _measure(config: bare_worker.Config, tasks: int, concurrency: int, workers: tuple[int, ...],
-                   logs: Path, shared: cpu.Groups) -> list[Baseline]:
+                   logs: Path, shared: cpu.Groups, seconds: float, round_number: int) -> list[Baseline]:
     sources = [f"inputs/{client}" for client in range(concurrency)]
     await put_inputs(config, sources)
     broker = bare_worker.create_broker(config.broker_url, config.namespace)
@@ -66,7 +67,8 @@ async def _measure(config: bare_worker.Config, tasks: int, concurrency: int, wor
                          ready=bare_worker.READY_LINE)
         return await per_worker_count(Baseline, Jobs(start, conn, RESULTS_FINISHED, check), worker, counts=workers,
                                       tasks=tasks, concurrency=concurrency, environ=config.environ(), logs=logs,
-                                      groups=shared, worker_group="bare worker")
+                                      groups=shared, worker_group="bare worker", seconds=seconds,
+                                      round_number=round_number)
     finally:
         await conn.close()
         broker.close()

@@ -3,7 +3,8 @@
 ``python -m harness bench-compare BEFORE.json AFTER.json [BEFORE2.json AFTER2.json …] --plot PNG``.
 Each pair is meant to be two runs back to back on one machine, the template being the only
 difference; the references (bare actor, naive site, pgbench) are measured again in every run,
-so the ratios compare like with like.
+so the ratios compare like with like. Each run's figures are medians across its interleaved
+rounds (rounds.py), the ratios' ranges printed beside them.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from pathlib import Path
 
 import msgspec
 
+from . import rounds
 from .measure import BenchError
 from .results import BenchReport, EndToEnd, read_json
 from .tables import cell
@@ -33,34 +35,48 @@ def load(path: Path) -> BenchReport:
         raise BenchError(f"{path}: not a bench report ({error})") from None
 
 
-def _batch(report: BenchReport, site: str, workers: int) -> EndToEnd | None:
-    return next((e for e in report.end_to_end if e.site == site and e.workers == workers), None)
+def _batches(report: BenchReport, site: str, workers: int) -> list[EndToEnd]:
+    """The site's batches at ``workers``, one per round."""
+    return [e for e in report.end_to_end if e.site == site and e.workers == workers]
 
 
-def _reference(report: BenchReport, kind: str, workers: int) -> float | None:
-    return next((r.tasks_per_s for r in getattr(report, kind) if r.workers == workers), None)
+def _median_ratio(report: BenchReport, reference: str, site: str, workers: int) -> float | None:
+    found = rounds.ratio_spreads(report, reference).get((site, workers))
+    return round(found.median, 2) if found else None
 
 
-def _ratio(value: float | None, reference: float | None) -> float | None:
-    return round(value / reference, 2) if value and reference else None
+def _median_cpu_ratio(report: BenchReport, site: str, workers: int) -> float | None:
+    found = rounds.cpu_ratio_spreads(report, rounds.NAIVE).get((site, workers))
+    return round(found.median, 2) if found else None
 
 
 def figures(report: BenchReport, site: str, workers: int = 1) -> dict[str, float | None]:
-    """One run's numbers for one site's batch, by the label they are compared under."""
-    batch = _batch(report, site, workers)
+    """One run's numbers for one site's batches, by the label they are compared under: medians across its
+    rounds (a run from before the rounds has one)."""
+    batches = _batches(report, site, workers)
     commits = next((c for c in report.commits if c.site == site), None)
     trips = next((t for t in report.round_trips if t.site == site and not t.not_counted), None)
-    cpu = batch.cpu_ms_per_task if batch else {}
-    rate = batch.tasks_per_s if batch else None
+    cpu = rounds.median_cpu(batches) if batches else {}
+    rate = rounds.rate_spreads(batches).get(workers)
     return {
         "write commits / task": commits.write_per_task if commits else None,
         "round trips / task": round(trips.statements / trips.tasks, 1) if trips and trips.tasks else None,
         "CPU ms / task, all processes": round(sum(cpu.values()), 2) if cpu else None,
         "CPU ms / task, web + worker + postgres": round(sum(cpu.get(k, 0.0) for k in OWN), 2) if cpu else None,
-        "tasks/s": rate,
-        "ours / naive": _ratio(rate, _reference(report, "naive", workers)),
-        "ours / bare": _ratio(rate, _reference(report, "baseline", workers)),
+        "tasks/s": rate.median if rate else None,
+        "ours / naive": _median_ratio(report, rounds.NAIVE, site, workers),
+        "ours / bare": _median_ratio(report, rounds.BARE, site, workers),
+        "CPU / task, ours / naive": _median_cpu_ratio(report, site, workers),
     }
+
+
+def ranges(report: BenchReport, site: str, workers: int = 1) -> dict[str, str]:
+    """The two ratios' ranges across the run's rounds, as ``low-high (n rounds)``."""
+    out = {}
+    for label, reference in (("ours / naive", rounds.NAIVE), ("ours / bare", rounds.BARE)):
+        found = rounds.ratio_spreads(report, reference).get((site, workers))
+        out[label] = f"{cell(found.low)}-{cell(found.high)} ({found.count} rounds)" if found else "-"
+    return out
 
 
 def rows(pairs: list[tuple[BenchReport, BenchReport]], site: str, workers: int = 1) -> list[list[Row]]:
@@ -75,11 +91,14 @@ def rows(pairs: list[tuple[BenchReport, BenchReport]], site: str, workers: int =
 def text(pairs: list[tuple[BenchReport, BenchReport]], sites: list[str]) -> str:
     lines = []
     for site in sites:
-        lines.append(f"{site}, 1 worker: before -> after, pair by pair")
+        lines.append(f"{site}, 1 worker: before -> after, pair by pair (medians across each run's rounds)")
         table = rows(pairs, site)
         for index, row in enumerate(table[0]):
             cells = [f"{cell(t[index].before)} -> {cell(t[index].after)}" for t in table]
             lines.append(f"  {row.label:40s} " + " | ".join(cells))
+        for label in ("ours / naive", "ours / bare"):
+            cells = [f"{ranges(before, site)[label]} -> {ranges(after, site)[label]}" for before, after in pairs]
+            lines.append(f"  {label + ', range':40s} " + " | ".join(cells))
     return "\n".join(lines) + "\n"
 
 
@@ -129,9 +148,8 @@ def _cpu_bars(axis, pairs: list[tuple[BenchReport, BenchReport]], site: str, pro
     names, bottoms = [], []
     for p, (before, after) in enumerate(pairs):
         for name, report in (("before", before), ("after", after)):
-            batch = _batch(report, site, 1)
             names.append(f"{name}\npair {p + 1}")
-            bottoms.append(batch.cpu_ms_per_task if batch else {})
+            bottoms.append(rounds.median_cpu(_batches(report, site, 1)))
     base = [0.0] * len(names)
     for process in processes:
         values = [cpu.get(process, 0.0) for cpu in bottoms]
@@ -140,6 +158,6 @@ def _cpu_bars(axis, pairs: list[tuple[BenchReport, BenchReport]], site: str, pro
     for x, total in enumerate(base):
         axis.annotate(cell(round(total, 2)), (x, total), ha="center", va="bottom", fontsize=7)
     axis.set_ylabel("CPU ms / task")
-    axis.set_title(f"{site}, 1 worker: CPU per task by process", fontsize=9)
+    axis.set_title(f"{site}, 1 worker: CPU per task by process (medians across rounds)", fontsize=9)
     axis.legend(fontsize=7, ncol=4)
     axis.margins(y=0.35)  # room for the legend above the bars

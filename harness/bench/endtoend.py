@@ -50,9 +50,10 @@ def submitter(site: SiteRecord, accounts: list[Account]) -> StartJob:
 
 
 async def end_to_end(site: SiteRecord, accounts: list[Account], *, tasks: int, workers: int,
-                     groups: cpu.Groups, server_url: str | None = None) -> tuple[EndToEnd, Commits | None]:
-    """One closed-loop batch of ``tasks`` with ``len(accounts)`` in flight; the CPU it costs each
-    process in ``groups``; commits counted if ``server_url``."""
+                     groups: cpu.Groups, server_url: str | None = None, seconds: float = 0.0,
+                     round_number: int = 1) -> tuple[EndToEnd, Commits | None]:
+    """One closed-loop batch of at least ``tasks`` and ``seconds`` with ``len(accounts)`` in flight; the CPU
+    it costs each process in ``groups``; commits counted if ``server_url``."""
     start = submitter(site, accounts)
     conn = await asyncpg.connect(site.database_url)
     server = await asyncpg.connect(server_url) if server_url else None
@@ -63,17 +64,18 @@ async def end_to_end(site: SiteRecord, accounts: list[Account], *, tasks: int, w
         window = await commits.open_window(server, database_name(site)) if server else None
         completions = Completions(conn, TASKS_FINISHED)
         before = cpu.reading(groups)
-        batch: LoopResult = await closed_loop(start, completions, tasks, len(accounts))
-        used = cpu.per_task(before, cpu.reading(groups), tasks)
+        batch: LoopResult = await closed_loop(start, completions, tasks, len(accounts), seconds)
+        done = len(batch.jobs)
+        used = cpu.per_task(before, cpu.reading(groups), done)
         counted = None
         if server and window:
-            counted = await commits.close_window(server, database_name(site), window, site=site.slug, tasks=tasks,
+            counted = await commits.close_window(server, database_name(site), window, site=site.slug, tasks=done,
                                                  poll_queries=completions.polls)
         await _check_results(conn, batch.jobs, accounts)
     finally:
         await conn.close()
         if server:
             await server.close()
-    result = EndToEnd(site=site.slug, price=task_price(site), workers=workers, tasks=tasks, seconds=batch.seconds,
-                      tasks_per_s=batch.jobs_per_s, latency=batch.latency, cpu_ms_per_task=used)
+    result = EndToEnd(site=site.slug, price=task_price(site), workers=workers, tasks=done, seconds=batch.seconds,
+                      tasks_per_s=batch.jobs_per_s, latency=batch.latency, cpu_ms_per_task=used, round=round_number)
     return result, counted

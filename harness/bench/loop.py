@@ -89,16 +89,22 @@ class LoopResult(msgspec.Struct, frozen=True):
 StartJob = Callable[[int, int], Awaitable[UUID]]  # (client, job number) -> job id
 
 
-async def closed_loop(start: StartJob, completions: Completions, total: int, concurrency: int) -> LoopResult:
-    """Run ``total`` jobs with ``concurrency`` in flight; every job must end ``succeeded``."""
+async def closed_loop(start: StartJob, completions: Completions, total: int, concurrency: int,
+                      seconds: float = 0.0) -> LoopResult:
+    """Run at least ``total`` jobs with ``concurrency`` in flight, and go on starting jobs until ``seconds``
+    have passed since the first (a batch long enough to be steady); every job must end ``succeeded``."""
     numbers = itertools.count()
     latencies: list[float] = []
     jobs: list[UUID] = []
     last_finish = 0.0
+    began = time.time()
+
+    def more(number: int) -> bool:
+        return number < total or time.time() - began < seconds
 
     async def client(index: int) -> None:
         nonlocal last_finish
-        while (number := next(numbers)) < total:
+        while more(number := next(numbers)):
             sent = time.time()  # the database's now() reads the same clock
             job_id = await start(index, number)
             jobs.append(job_id)
@@ -109,7 +115,7 @@ async def closed_loop(start: StartJob, completions: Completions, total: int, con
             last_finish = max(last_finish, done.finished)
 
     poller = asyncio.create_task(completions.run())
-    began = time.time()
+    began = time.time()  # the clock starts with the first job, not with the definitions above
     try:
         async with asyncio.TaskGroup() as clients:  # one failing client cancels the others
             for i in range(concurrency):
@@ -119,6 +125,6 @@ async def closed_loop(start: StartJob, completions: Completions, total: int, con
     finally:
         completions.stop()
         await poller
-    seconds = last_finish - began
-    return LoopResult(jobs=jobs, seconds=round(seconds, 3), jobs_per_s=rate(total, seconds),
+    elapsed = last_finish - began
+    return LoopResult(jobs=jobs, seconds=round(elapsed, 3), jobs_per_s=rate(len(jobs), elapsed),
                       latency=latency(latencies))

@@ -37,10 +37,10 @@ MODULE = "harness.bench.naive_site"
 
 
 def naive(sites: SitesFile, via: SiteRecord, *, tasks: int, concurrency: int, workers: tuple[int, ...],
-          logs: Path) -> list[Naive]:
+          logs: Path, seconds: float = 0.0, round_number: int = 1) -> list[Naive]:
     with scratch(sites, via, "naive") as config:
         return asyncio.run(_measure(config, via.venv_python, tasks, concurrency, workers, logs,
-                                    cpu.service_groups(sites, via)))
+                                    cpu.service_groups(sites, via), seconds, round_number))
 
 
 async def _check_results(config: Config, jobs: list[UUID], client_of: dict[UUID, int]) -> None:
@@ -60,7 +60,7 @@ async def _check_results(config: Config, jobs: list[UUID], client_of: dict[UUID,
 
 
 async def _measure(config: Config, python: str, tasks: int, concurrency: int, workers: tuple[int, ...],
-                   logs: Path, shared: cpu.Groups) -> list[Naive]:
+                   logs: Path, shared: cpu.Groups, seconds: float, round_number: int) -> list[Naive]:
     file_ids = [uuid.uuid4() for _ in range(concurrency)]
     await put_inputs(config, [naive_site.input_key(file_id) for file_id in file_ids])
     environ = {**config.environ(), "PYTHONPATH": str(KIT_ROOT)}  # the site's interpreter, the kit's module
@@ -89,6 +89,7 @@ async def _measure(config: Config, python: str, tasks: int, concurrency: int, wo
                              ready=naive_site.WORKER_READY)
             return await per_worker_count(Naive, Jobs(start, conn, TASKS_FINISHED, check), worker, counts=workers,
                                           tasks=tasks, concurrency=concurrency, environ=environ, logs=logs,
-                                          groups={**shared, "web": set(web_pids)}, worker_group="worker")
+                                          groups={**shared, "web": set(web_pids)}, worker_group="worker",
+                                          seconds=seconds, round_number=round_number)
     finally:
         await conn.close()

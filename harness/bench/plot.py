@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from . import rounds
 from .results import BenchReport
-from .tables import ceiling_rows, cell, machine_line
+from .tables import batches, ceiling_rows, cell, machine_line
 
 
 def plot(report: BenchReport, path: Path) -> None:
@@ -18,28 +19,37 @@ def plot(report: BenchReport, path: Path) -> None:
     fig, axes = plt.subplots(2, 2, figsize=(13, 8.5))
     (rates, latencies), (api, lists) = axes
 
-    names = [f"{e.site}\n{e.workers}w" for e in report.end_to_end] + [f"bare\n{b.workers}w" for b in report.baseline]
-    values = [e.tasks_per_s for e in report.end_to_end] + [b.tasks_per_s for b in report.baseline]
-    colours = ["tab:blue"] * len(report.end_to_end) + ["tab:gray"] * len(report.baseline)
-    names += [f"naive\n{n.workers}w" for n in report.naive]
-    values += [n.tasks_per_s for n in report.naive]
-    colours += ["tab:orange"] * len(report.naive)
+    # Medians across rounds, each with its range as an error bar.
+    names, spreads, colours = [], [], []
+    for label, runs, colour in (("", report.end_to_end, "tab:blue"), ("bare", report.baseline, "tab:gray"),
+                                ("naive", report.naive, "tab:orange")):
+        for (site, workers), group in batches(runs).items():
+            names.append(f"{site or label}\n{workers}w")
+            spreads.append(rounds.rate_spreads(group)[workers])
+            colours.append(colour)
+    values = [found.median if found else 0.0 for found in spreads]
+    errors = [[v - (f.low if f else v) for v, f in zip(values, spreads, strict=True)],
+              [(f.high if f else v) - v for v, f in zip(values, spreads, strict=True)]]
     for row in ceiling_rows(report):
         if row.ceiling_tasks_per_s:
             names.append(f"ceiling\n{row.site}")
             values.append(row.ceiling_tasks_per_s)
             colours.append("tab:red")
-    rates.bar(names, values, color=colours)
+    errors[0] += [0.0] * (len(values) - len(errors[0]))
+    errors[1] += [0.0] * (len(values) - len(errors[1]))
+    rates.bar(names, values, color=colours, yerr=errors, capsize=3)
     rates.set_yscale("log")
     rates.margins(y=0.15)
     rates.set_ylabel("tasks/s (log)")
-    rates.set_title("End-to-end tasks/s: sites, bare actor, naive site, commit ceiling")
+    rates.set_title("End-to-end tasks/s (median, range across rounds): sites, bare actor, naive site, ceiling")
     for x, v in enumerate(values):
         rates.annotate(cell(v), (x, v), ha="center", va="bottom", fontsize=8)
 
-    runs = [(f"{e.site} {e.workers}w", e.latency) for e in report.end_to_end]
-    runs += [(f"bare {b.workers}w", b.latency) for b in report.baseline]
-    runs += [(f"naive {n.workers}w", n.latency) for n in report.naive]
+    rounds_of = max((e.round for e in report.end_to_end), default=1)
+    runs = [(f"{e.site} {e.workers}w" + (f" r{e.round}" if rounds_of > 1 else ""), e.latency)
+            for e in report.end_to_end]
+    runs += [(f"bare {b.workers}w" + (f" r{b.round}" if rounds_of > 1 else ""), b.latency) for b in report.baseline]
+    runs += [(f"naive {n.workers}w" + (f" r{n.round}" if rounds_of > 1 else ""), n.latency) for n in report.naive]
     width = 0.27
     for offset, (label, pick) in enumerate((("p50", "p50"), ("p95", "p95"), ("p99", "p99"))):
         latencies.bar([i + (offset - 1) * width for i in range(len(runs))],

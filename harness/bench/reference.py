@@ -106,10 +106,11 @@ class Jobs(msgspec.Struct, frozen=True):
 
 async def per_worker_count(result: type[R], jobs: Jobs, worker: Command, *, counts: Sequence[int], tasks: int,
                            concurrency: int, environ: dict[str, str], logs: Path, groups: cpu.Groups,
-                           worker_group: str) -> list[R]:
+                           worker_group: str, seconds: float = 0.0, round_number: int = 1) -> list[R]:
     """For each count: start that many ``worker`` processes, run one untimed job per client (connections,
-    imports and prepared statements warm, as the sites get), then ``tasks`` timed, with the CPU they
-    cost each of ``groups`` and the workers (as ``worker_group``); stop the workers, check the results."""
+    imports and prepared statements warm, as the sites get), then a timed batch of at least ``tasks`` and
+    ``seconds``, with the CPU it costs each of ``groups`` and the workers (as ``worker_group``); stop the
+    workers, check the results."""
     measured = []
     for count in counts:
         commands = [msgspec.structs.replace(worker, name=f"{worker.name}-{index}") for index in range(count)]
@@ -117,9 +118,10 @@ async def per_worker_count(result: type[R], jobs: Jobs, worker: Command, *, coun
             await closed_loop(jobs.start, Completions(jobs.conn, jobs.finished), concurrency, concurrency)
             counted = {**groups, worker_group: set(pids)}
             before = cpu.reading(counted)
-            batch = await closed_loop(jobs.start, Completions(jobs.conn, jobs.finished), tasks, concurrency)
-            used = cpu.per_task(before, cpu.reading(counted), tasks)
+            batch = await closed_loop(jobs.start, Completions(jobs.conn, jobs.finished), tasks, concurrency, seconds)
+            used = cpu.per_task(before, cpu.reading(counted), len(batch.jobs))
         await jobs.check(batch.jobs)
-        measured.append(result(workers=count, tasks=tasks, seconds=batch.seconds, tasks_per_s=batch.jobs_per_s,
-                               latency=batch.latency, cpu_ms_per_task=used))
+        measured.append(result(workers=count, tasks=len(batch.jobs), seconds=batch.seconds,
+                               tasks_per_s=batch.jobs_per_s, latency=batch.latency, cpu_ms_per_task=used,
+                               round=round_number))
     return measured

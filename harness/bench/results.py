@@ -19,11 +19,17 @@ from .measure import Latency
 MAX_ACTIVE = 50
 SUBMITS_PER_ACCOUNT = 40
 LIST_TASKS = 100_000
+HISTORY_TASKS = 1_000_000
 
 
 class BenchConfig(msgspec.Struct, frozen=True):
     sites: int = 2
-    tasks: int = 200  # per site and worker count, and per baseline worker count
+    # End-to-end batches (each site, the naive site, the bare actor, at each worker count): at least
+    # ``tasks`` tasks and at least ``batch_seconds`` of work each, so each is steady on a shared
+    # machine; ``rounds`` interleaved rounds of them (rounds.py), ratios judged on their medians.
+    tasks: int = 200
+    batch_seconds: float = 15.0
+    rounds: int = 3
     concurrency: int = 8  # closed-loop clients (tasks in flight) and API clients
     workers: tuple[int, ...] = (1, 2)  # worker processes per site, each with 4 threads
     list_tasks: int = LIST_TASKS
@@ -37,6 +43,17 @@ class BenchConfig(msgspec.Struct, frozen=True):
     # (scaling.py); the web rows hold the workers at 2, where the worker is not the only limit.
     scaling: tuple[tuple[int, int], ...] = ((1, 1), (1, 2), (1, 4), (2, 2))
     scaling_tasks: int = 100  # 0: no scaling phase
+    # The first site with this many tasks of history against the same site empty (history.py); 0: skipped.
+    history_tasks: int = HISTORY_TASKS
+    history_samples: int = 200  # submits and list requests timed at each size
+
+
+def quick(config: BenchConfig) -> BenchConfig:
+    """``config`` with every phase small: the method runs end to end in minutes (tests, a check before a run)."""
+    return msgspec.structs.replace(config, tasks=min(config.tasks, 40), batch_seconds=0.0, list_tasks=5_000,
+                                   list_samples=10, pgbench_seconds=2, statement_tasks=min(config.statement_tasks, 10),
+                                   scaling_tasks=0, history_tasks=min(config.history_tasks, 20_000),
+                                   history_samples=30)
 
 
 class Machine(msgspec.Struct, frozen=True):
@@ -63,6 +80,7 @@ class EndToEnd(msgspec.Struct, frozen=True):
     tasks_per_s: float
     latency: Latency  # submit request sent -> task.finished_at (same clock)
     cpu_ms_per_task: dict[str, float] = msgspec.field(default_factory=dict)  # by process (cpu.py)
+    round: int = 1  # of the interleaved rounds (rounds.py); reports before them had one
 
 
 class Commits(msgspec.Struct, frozen=True):
@@ -128,6 +146,7 @@ class Baseline(msgspec.Struct, frozen=True):
     tasks_per_s: float
     latency: Latency  # message sent -> result row's finished_at
     cpu_ms_per_task: dict[str, float] = msgspec.field(default_factory=dict)
+    round: int = 1
 
 
 class Naive(Baseline, frozen=True):
@@ -157,6 +176,38 @@ class Listing(msgspec.Struct, frozen=True):
     deep_offset: int  # rows before the deep page's first row
 
 
+class HistorySize(msgspec.Struct, frozen=True):
+    """One site at one size of history (history.py)."""
+
+    tasks: int  # rows of each table at this size
+    attempts: int
+    files: int
+    submit: Latency  # one client after another, workers stopped
+    list_first_page: Latency
+    maintenance_s: float  # one pass of every step in the site's interpreter: the median of three
+    maintenance_steps: dict[str, int]  # rows per step in the last pass
+    audit_s: float
+    audit_clean: bool
+    audit_findings: list[str]  # the first few, if any
+    first_pass_s: float = 0.0  # the pass before them, which also connects and prepares every statement
+    step_s: dict[str, float] = msgspec.field(default_factory=dict)  # each step once more on its own
+
+
+class History(msgspec.Struct, frozen=True):
+    """The same site before and after ``seeded`` tasks of history were added: all but the audit should stay
+    flat; the audit grows with the rows, ``audit_s_per_100k_tasks`` the slope."""
+
+    site: str
+    seeded: int
+    seed_seconds: float
+    empty: HistorySize
+    full: HistorySize
+    audit_s_per_100k_tasks: float | None
+    submit_p99_ratio: float | None  # full / empty
+    list_p99_ratio: float | None
+    maintenance_ratio: float | None
+
+
 class BenchReport(msgspec.Struct):
     config: BenchConfig
     machine: Machine | None = None
@@ -174,6 +225,7 @@ class BenchReport(msgspec.Struct):
     listing: list[Listing] = msgspec.field(default_factory=list)
     round_trips: list[RoundTrips] = msgspec.field(default_factory=list)
     scaling: list[Scaled] = msgspec.field(default_factory=list)
+    history: History | None = None
     # Per phase, the share of all cores that processes outside the run used meanwhile.
     other_load: dict[str, float] = msgspec.field(default_factory=dict)
 

@@ -1,13 +1,13 @@
 """``python -m harness bench``: stand sites up with the harness, measure every phase, take them down.
 
-Phases, one after another so each has the machine to itself: per site —
-end to end with 1 then 2 worker processes (commits counted during the
-first), API submit with the workers stopped, list latency at 100 000 tasks;
-then the bare-actor baseline, the naive site, pgbench, and normalisation throughput.
-
-Right after a site's end-to-end batches: its round trips per task from the
-statement log (statements.py) and, for the first site, the scaling rows
-(scaling.py).
+Phases, one after another so each has the machine to itself. First the
+interleaved rounds (rounds.py): in each, every site end to end with 1 then 2
+worker processes, then the naive site, then the bare actor, each batch at
+least ``batch_seconds`` long (commits counted in the first site batch of
+round 1). Then per site: its round trips per task from the statement log
+(statements.py), for the first site the scaling rows (scaling.py), API
+submit with the workers stopped, list latency at 100 000 tasks; then
+pgbench and normalisation throughput.
 """
 
 from __future__ import annotations
@@ -25,12 +25,13 @@ from harness import control, stand, state
 from harness.render import provenance
 from harness.state import SiteRecord, SitesFile
 
-from . import cpu, tables
-from .accounts import open_account
+from . import cpu, rounds, tables
+from .accounts import Account, open_account
 from .api import api_submit
 from .baseline import baseline
 from .ceiling import pgbench
 from .endtoend import end_to_end
+from .history import history
 from .listing import listing
 from .machine import OtherLoad, describe
 from .measure import BenchError, mib_per_second
@@ -55,46 +56,87 @@ def set_workers(state_dir: Path, slug: str, count: int) -> None:
                               counts=state.ProcessCounts(web=sites.processes.web, worker=count))
 
 
-async def site_phases(state_dir: Path, sites: SitesFile, site: SiteRecord, config: BenchConfig,
-                      report: BenchReport, other: OtherLoad) -> None:
-    accounts = list(await asyncio.gather(*(open_account(site, i) for i in range(config.concurrency))))
+async def site_round(state_dir: Path, sites: SitesFile, site: SiteRecord, accounts: list[Account],
+                     config: BenchConfig, report: BenchReport, other: OtherLoad, number: int) -> None:
+    """One round's end-to-end batches of ``site``, one per worker count; commits counted in the first round,
+    with the first worker count (the count per task does not depend on how many processes share the work)."""
+    for account in accounts:  # idle through the other batches of the round: connect anew
+        await account.reconnect()
+    for index, workers in enumerate(config.workers):
+        await asyncio.to_thread(set_workers, state_dir, site.slug, workers)
+        log.info("%s: round %d, end to end with %d worker process(es)", site.slug, number, workers)
+        current = next(r for r in state.load(state_dir).sites if r.slug == site.slug)  # the new worker pids
+        counting = index == 0 and number == 1
+        with other.phase(f"{site.slug} end to end, {workers} worker(s), round {number}"):
+            measured, counted = await end_to_end(site, accounts, tasks=config.tasks, workers=workers,
+                                                 groups=cpu.site_groups(sites, current),
+                                                 server_url=sites.services.postgres.url if counting else None,
+                                                 seconds=config.batch_seconds, round_number=number)
+        report.end_to_end.append(measured)
+        if counted:
+            report.commits.append(counted)
+
+
+async def site_phases(state_dir: Path, sites: SitesFile, site: SiteRecord, accounts: list[Account],
+                      config: BenchConfig, report: BenchReport, other: OtherLoad) -> None:
+    """What each site is measured on once, after the rounds: round trips, scaling, API submit, list."""
+    await asyncio.to_thread(set_workers, state_dir, site.slug, config.workers[0])
+    current = next(r for r in state.load(state_dir).sites if r.slug == site.slug)
+    for account in accounts:
+        await account.reconnect()
+    if config.statement_tasks:
+        log.info("%s: round trips from the statement log", site.slug)
+        report.round_trips.append(await round_trips(sites.services.postgres, current, accounts,
+                                                    tasks=config.statement_tasks))
+    if config.scaling_tasks and config.scaling and site.slug == sites.sites[0].slug:
+        log.info("%s: scaling web and worker processes", site.slug)
+        report.scaling += await scale_out(state_dir, site, accounts, counts=config.scaling,
+                                          tasks=config.scaling_tasks, other=other)
+    await asyncio.to_thread(set_workers, state_dir, site.slug, 0)
+    log.info("%s: API submit", site.slug)
+    with other.phase(f"{site.slug} API submit"):
+        report.api.append(await api_submit(site, requests=config.tasks, clients=config.concurrency,
+                                           first_index=config.concurrency))
+    if config.history_tasks and site.slug == sites.sites[0].slug:
+        log.info("%s: cost as history grows, %d tasks", site.slug, config.history_tasks)
+        with other.phase(f"{site.slug} history"):
+            report.history = await history(state_dir, site, tasks=config.history_tasks,
+                                           samples=config.history_samples, first_index=10 * config.concurrency)
+    log.info("%s: list latency at %d tasks", site.slug, config.list_tasks)
+    with other.phase(f"{site.slug} list"):
+        report.listing.append(await listing(site, accounts[0], total=config.list_tasks,
+                                            samples=config.list_samples))
+
+
+async def interleaved(state_dir: Path, sites: SitesFile, config: BenchConfig, report: BenchReport,
+                      other: OtherLoad) -> None:
+    """The rounds (rounds.schedule: each site, the naive site, the bare actor in turn), then each site's
+    other phases. The references run their own event loops, so in threads of their own."""
+    opened = {site.slug: list(await asyncio.gather(*(open_account(site, i) for i in range(config.concurrency))))
+              for site in sites.sites}
+    by_slug = {site.slug: site for site in sites.sites}
+    references = {"workers": config.workers, "tasks": config.tasks, "concurrency": config.concurrency,
+                  "logs": state_dir / "bench", "seconds": config.batch_seconds}
     try:
-        running = sites.processes.worker
-        for index, workers in enumerate(config.workers):
-            if workers != running:
-                await asyncio.to_thread(set_workers, state_dir, site.slug, workers)
-                running = workers
-            log.info("%s: end to end with %d worker process(es)", site.slug, workers)
-            # Commits are counted once, with the first worker count: the count per task does not
-            # depend on how many processes share the work.
-            current = next(r for r in state.load(state_dir).sites if r.slug == site.slug)  # the new worker pids
-            with other.phase(f"{site.slug} end to end, {workers} worker(s)"):
-                measured, counted = await end_to_end(site, accounts, tasks=config.tasks, workers=workers,
-                                                     groups=cpu.site_groups(sites, current),
-                                                     server_url=sites.services.postgres.url if index == 0 else None)
-            report.end_to_end.append(measured)
-            if counted:
-                report.commits.append(counted)
-        if config.statement_tasks:
-            log.info("%s: round trips from the statement log", site.slug)
-            report.round_trips.append(await round_trips(sites.services.postgres, current, accounts,
-                                                        tasks=config.statement_tasks))
-        if config.scaling_tasks and config.scaling and site.slug == sites.sites[0].slug:
-            log.info("%s: scaling web and worker processes", site.slug)
-            report.scaling += await scale_out(state_dir, site, accounts, counts=config.scaling,
-                                              tasks=config.scaling_tasks, other=other)
-        await asyncio.to_thread(set_workers, state_dir, site.slug, 0)
-        log.info("%s: API submit", site.slug)
-        with other.phase(f"{site.slug} API submit"):
-            report.api.append(await api_submit(site, requests=config.tasks, clients=config.concurrency,
-                                               first_index=config.concurrency))
-        log.info("%s: list latency at %d tasks", site.slug, config.list_tasks)
-        with other.phase(f"{site.slug} list"):
-            report.listing.append(await listing(site, accounts[0], total=config.list_tasks,
-                                                samples=config.list_samples))
+        for number, what in rounds.schedule(config.rounds, list(by_slug)):
+            if what == rounds.NAIVE:
+                log.info("round %d: the naive site", number)
+                with other.phase(f"naive site, round {number}"):
+                    report.naive += await asyncio.to_thread(naive, sites, sites.sites[0], round_number=number,
+                                                            **references)
+            elif what == rounds.BARE:
+                log.info("round %d: the bare actor", number)
+                with other.phase(f"bare actor, round {number}"):
+                    report.baseline += await asyncio.to_thread(baseline, sites, sites.sites[0],
+                                                               round_number=number, **references)
+            else:
+                await site_round(state_dir, sites, by_slug[what], opened[what], config, report, other, number)
+        for site in sites.sites:
+            await site_phases(state_dir, sites, site, opened[site.slug], config, report, other)
     finally:
-        for account in accounts:
-            await account.close()
+        for accounts in opened.values():
+            for account in accounts:
+                await account.close()
 
 
 def normalize_speed(site: SiteRecord, size: int) -> Normalize:
@@ -126,16 +168,7 @@ def run(config: BenchConfig, state_dir: Path) -> BenchReport:
         sites = stand.up(state_dir, config.sites, overrides={"max_active": MAX_ACTIVE},
                          counts=state.ProcessCounts(web=1, worker=config.workers[0]))
         report.machine = describe(sites.services, load)
-        for site in sites.sites:
-            asyncio.run(site_phases(state_dir, sites, site, config, report, other))
-        log.info("baseline: the bare actor")
-        with other.phase("bare actor"):
-            report.baseline = baseline(sites, sites.sites[0], tasks=config.tasks, concurrency=config.concurrency,
-                                       workers=config.workers, logs=state_dir / "bench")
-        log.info("baseline: the naive site")
-        with other.phase("naive site"):
-            report.naive = naive(sites, sites.sites[0], tasks=config.tasks, concurrency=config.concurrency,
-                                 workers=config.workers, logs=state_dir / "bench")
+        asyncio.run(interleaved(state_dir, sites, config, report, other))
         log.info("ceiling: pgbench")
         with other.phase("pgbench"):
             report.pgbench = pgbench(sites.services.postgres.url, sites.run_id,

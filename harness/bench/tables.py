@@ -7,9 +7,10 @@ from collections.abc import Sequence
 
 import msgspec
 
+from . import rounds
 from .cpu import GROUPS
 from .measure import ceiling, ratio
-from .results import Baseline, BenchReport
+from .results import Baseline, BenchReport, EndToEnd
 
 
 class CeilingRow(msgspec.Struct, frozen=True):
@@ -27,21 +28,21 @@ def best_commit_rate(report: BenchReport) -> float:
 
 
 def rates(runs: Sequence[Baseline]) -> dict[int, float]:
-    """A reference's tasks/s by worker processes."""
-    return {run.workers: run.tasks_per_s for run in runs}
+    """A reference's tasks/s by worker processes: the median across rounds."""
+    return {workers: found.median for workers, found in rounds.rate_spreads(runs).items() if found}
 
 
 def vs_baseline(report: BenchReport) -> dict[tuple[str, int], float | None]:
-    """Each site's end-to-end rate over the bare actor's, at the same number of worker processes."""
-    bare = rates(report.baseline)
-    return {(e.site, e.workers): ratio(e.tasks_per_s, bare.get(e.workers, 0.0)) for e in report.end_to_end}
+    """Each site's end-to-end rate over the bare actor's at the same number of worker processes, taken
+    within each round; the median across rounds."""
+    return {key: found.median if found else None for key, found in rounds.ratio_spreads(report, rounds.BARE).items()}
 
 
 def vs_naive(report: BenchReport) -> dict[tuple[str, int], float | None]:
-    """Each site's end-to-end rate over the naive site's, at the same number of worker processes:
-    what the kit's guarantees cost against what one would write without it."""
-    naive = rates(report.naive)
-    return {(e.site, e.workers): ratio(e.tasks_per_s, naive.get(e.workers, 0.0)) for e in report.end_to_end}
+    """Each site's end-to-end rate over the naive site's, at the same number of worker processes and in the
+    same round, median across rounds: what the kit's guarantees cost against what one would write without it."""
+    return {key: found.median if found else None
+            for key, found in rounds.ratio_spreads(report, rounds.NAIVE).items()}
 
 
 def ceiling_rows(report: BenchReport) -> list[CeilingRow]:
@@ -107,42 +108,74 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[object]], markdown: bo
     return "\n".join([line(headers), *(line(r) for r in cells)]) + "\n"
 
 
+def span(found: rounds.Spread | None) -> str:
+    """A figure's range across rounds, ``low-high``; ``-`` for none or one round."""
+    return f"{cell(found.low)}-{cell(found.high)}" if found and found.count > 1 else "-"
+
+
+def batches(runs: Sequence[Baseline | EndToEnd]) -> dict[tuple[str, int], list]:
+    """The rounds of each batch, by (site, workers); the references' site is ''."""
+    grouped: dict[tuple[str, int], list] = {}
+    for run in runs:
+        grouped.setdefault((getattr(run, "site", ""), run.workers), []).append(run)
+    return grouped
+
+
 def reference_table(report: BenchReport, markdown: bool = False) -> str:
-    """Per site and worker count: its rate, both references' rates at that count, and the two ratios."""
+    """Per site and worker count: its rate, both references' rates at that count (medians across rounds),
+    and the two ratios, each the median of the ratios taken within a round, with their range."""
     naive, bare = rates(report.naive), rates(report.baseline)
-    over_naive, over_bare = vs_naive(report), vs_baseline(report)
-    return table(["site", "workers", "tasks/s", "naive tasks/s", "bare tasks/s", "ours/naive", "ours/bare"],
-                 [[e.site, e.workers, e.tasks_per_s, naive.get(e.workers), bare.get(e.workers),
-                   over_naive[(e.site, e.workers)], over_bare[(e.site, e.workers)]] for e in report.end_to_end],
-                 markdown)
+    over_naive = rounds.ratio_spreads(report, rounds.NAIVE)
+    over_bare = rounds.ratio_spreads(report, rounds.BARE)
+    cpu_over_naive = rounds.cpu_ratio_spreads(report, rounds.NAIVE)
+    rows = []
+    for (site, workers), runs in batches(report.end_to_end).items():
+        ours = rounds.rate_spreads(runs)[workers]
+        by_naive, by_bare = over_naive[(site, workers)], over_bare[(site, workers)]
+        cpu = cpu_over_naive[(site, workers)]
+        rows.append([site, workers, len(runs), ours.median if ours else None, naive.get(workers), bare.get(workers),
+                     by_naive.median if by_naive else None, span(by_naive), by_bare.median if by_bare else None,
+                     span(by_bare), cpu.median if cpu else None, span(cpu)])
+    return table(["site", "workers", "rounds", "tasks/s", "naive tasks/s", "bare tasks/s", "ours/naive", "range",
+                  "ours/bare", "range", "CPU ours/naive", "range"], rows, markdown)
 
 
 def sections(report: BenchReport, markdown: bool = False) -> list[tuple[str, str]]:
     """(title, table) for every phase that has numbers."""
     config = report.config
     out: list[tuple[str, str]] = []
-    ratios = vs_baseline(report)
+    bare_by_round = rounds.by_round(report.baseline)
+
+    def vs_bare(run: Baseline | EndToEnd) -> float | None:  # within the run's own round
+        return ratio(run.tasks_per_s, bare_by_round.get((run.workers, run.round), 0.0))
+
     rows: list[list[object]] = [
-        [e.site, e.price, e.workers, e.tasks_per_s, e.latency.p50, e.latency.p95, e.latency.p99,
-         ratios[(e.site, e.workers)]] for e in report.end_to_end]
-    rows += [["bare actor", "-", b.workers, b.tasks_per_s, b.latency.p50, b.latency.p95, b.latency.p99, 1.0]
-             for b in report.baseline]
-    rows += [["naive site", "-", n.workers, n.tasks_per_s, n.latency.p50, n.latency.p95, n.latency.p99,
-              ratio(n.tasks_per_s, rates(report.baseline).get(n.workers, 0.0))] for n in report.naive]
+        [e.site, e.price, e.workers, e.round, e.tasks, e.tasks_per_s, e.latency.p50, e.latency.p95, e.latency.p99,
+         vs_bare(e)] for e in report.end_to_end]
+    rows += [["bare actor", "-", b.workers, b.round, b.tasks, b.tasks_per_s, b.latency.p50, b.latency.p95,
+              b.latency.p99, 1.0] for b in report.baseline]
+    rows += [["naive site", "-", n.workers, n.round, n.tasks, n.tasks_per_s, n.latency.p50, n.latency.p95,
+              n.latency.p99, vs_bare(n)] for n in report.naive]
     if rows:
-        out.append((f"End to end, submit -> succeeded ({config.concurrency} in flight, {config.tasks} tasks a batch)",
-                    table(["site", "price", "workers", "tasks/s", "p50 ms", "p95 ms", "p99 ms", "vs bare"], rows,
-                          markdown)))
+        out.append((f"End to end, submit -> succeeded ({config.concurrency} in flight, batches of at least "
+                    f"{config.tasks} tasks and {config.batch_seconds:g} s, {config.rounds} interleaved rounds)",
+                    table(["site", "price", "workers", "round", "tasks", "tasks/s", "p50 ms", "p95 ms", "p99 ms",
+                           "vs bare"], rows, markdown)))
     if report.end_to_end and report.naive:
-        out.append(("Against the references: ours / naive site (the price of the guarantees), ours / bare actor",
+        out.append(("Against the references, medians across rounds (each ratio taken within a round) and their "
+                    "ranges: tasks/s of ours / naive site (the price of the guarantees), ours / bare actor, and "
+                    "CPU per task (every process) of ours / naive site",
                     reference_table(report, markdown)))
     if report.end_to_end or report.baseline or report.naive:
-        runs = [(f"{e.site} {e.workers}w", e.cpu_ms_per_task) for e in report.end_to_end]
-        runs += [(f"bare actor {b.workers}w", b.cpu_ms_per_task) for b in report.baseline]
-        runs += [(f"naive site {n.workers}w", n.cpu_ms_per_task) for n in report.naive]
+        runs = [(f"{site} {workers}w", rounds.median_cpu(group))
+                for (site, workers), group in batches(report.end_to_end).items()]
+        runs += [(f"bare actor {workers}w", rounds.median_cpu(group))
+                 for (_, workers), group in batches(report.baseline).items()]
+        runs += [(f"naive site {workers}w", rounds.median_cpu(group))
+                 for (_, workers), group in batches(report.naive).items()]
         columns = [g for g in GROUPS if any(g in used for _, used in runs)]
         if columns:
-            out.append(("CPU per task by process, ms (the profile across processes)", table(
+            out.append(("CPU per task by process, ms, median across rounds (the profile across processes)", table(
                 ["run", *columns, "total"],
                 [[name, *(used.get(g) for g in columns), round(sum(used.values()), 2)] for name, used in runs],
                 markdown)))
@@ -177,7 +210,27 @@ def sections(report: BenchReport, markdown: bool = False) -> list[tuple[str, str
                               [item.site, f"after {item.deep_offset:,}", item.deep_page.p50, item.deep_page.p95,
                                item.deep_page.p99])], markdown)))
     out += cost_and_scaling_sections(report, markdown)
+    if report.history:
+        out.append(history_section(report, markdown))
     return out
+
+
+def history_section(report: BenchReport, markdown: bool = False) -> tuple[str, str]:
+    """The same site empty and holding the seeded history: what should stay flat, and the audit's slope."""
+    h = report.history
+    assert h is not None
+    rows = [[name, size.tasks, size.attempts, size.files, size.submit.p50, size.submit.p99,
+             size.list_first_page.p50, size.list_first_page.p99, size.first_pass_s, size.maintenance_s, size.audit_s,
+             "yes" if size.audit_clean else f"NO ({len(size.audit_findings)})"]
+            for name, size in (("as it was", h.empty), (f"+{h.seeded:,} tasks", h.full))]
+    rows.append(["full / empty", ratio(h.full.tasks, h.empty.tasks), None, None, None, h.submit_p99_ratio, None,
+                 h.list_p99_ratio, ratio(h.full.first_pass_s, h.empty.first_pass_s), h.maintenance_ratio,
+                 ratio(h.full.audit_s, h.empty.audit_s), None])
+    title = (f"Cost as history grows: {h.site} as it was, then with {h.seeded:,} tasks of history "
+             f"(seeded in {h.seed_seconds:g} s); the audit takes {cell(h.audit_s_per_100k_tasks)} s per 100,000 tasks")
+    return title, table(["site", "tasks", "attempts", "files", "submit p50 ms", "submit p99 ms", "list p50 ms",
+                         "list p99 ms", "first pass s", "pass s (median of 3)", "audit s", "audit clean"], rows,
+                 markdown)
 
 
 def cost_and_scaling_sections(report: BenchReport, markdown: bool = False) -> list[tuple[str, str]]:
@@ -229,7 +282,8 @@ def other_load_line(report: BenchReport) -> str:
 
 def text(report: BenchReport) -> str:
     c = report.config
-    head = (f"sitekit bench: {c.sites} site(s), {c.tasks} tasks a batch, {c.concurrency} clients, "
+    head = (f"sitekit bench: {c.sites} site(s), {c.rounds} round(s) of batches of at least {c.tasks} tasks and "
+            f"{c.batch_seconds:g} s, {c.concurrency} clients, "
             f"in {report.wall_seconds:.0f} s\n{machine_line(report)}\n{other_load_line(report)}\n")
     problems = [f"  {a.site}: {p}" for a in report.api for p in a.problems]
     body = "".join(f"\n{title}\n{rendered}" for title, rendered in sections(report))

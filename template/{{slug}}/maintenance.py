@@ -12,9 +12,10 @@ import logging
 from collections.abc import Awaitable, Callable
 
 from . import ratelimits, tally
+from .auth import sessions
 from .files import cleanup
 from .runtime import Runtime
-from .tasks import delivery, lifecycle
+from .tasks import delivery, lifecycle, retention
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +36,12 @@ STEPS: list[tuple[str, Step, bool, bool]] = [
     ("purge orphan objects", lambda r, batch: cleanup.purge_orphans(r.pool, r.objects, batch), True, False),
     # Rate-limit windows (requests, sign-in and registration throttles) that no longer count.
     ("purge old rate counters", lambda r, batch: ratelimits.purge(r.pool, batch * 50), False, False),
+    ("purge ended sessions", lambda r, batch: sessions.purge_ended(r.pool, batch * 10, batch * 50), False, False),
+    # History retention: old terminal tasks, then the rows of deleted files they no longer name.
+    ("prune task history", lambda r, batch: retention.prune_history(r.pool, r.settings.policy.tasks.history_days,
+                                                                    batch * 10, batch * 50), False, False),
+    ("forget deleted files", lambda r, batch: cleanup.forget_deleted(r.pool, r.settings.policy.tasks.history_days,
+                                                                     batch * 10, batch * 50), False, False),
     ("re-send due tasks", lambda r, batch: delivery.resend_due(r.pool, r.queue, batch), False, True),
 ]
 

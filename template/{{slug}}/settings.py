@@ -98,6 +98,8 @@ class TasksPolicy(Struct, forbid_unknown_fields=True, frozen=True):
     max_attempts: Annotated[int, Meta(ge=1, le=10)] = 3
     writes_per_minute: Positive = 30
     reads_per_minute: Positive = 120
+    # Terminal tasks finished longer ago than this are deleted by maintenance (tasks/retention.py).
+    history_days: Annotated[int, Meta(ge=1, le=36500)] = 90
 
 
 PriceKey = Annotated[str, Meta(pattern=r"^[a-z][a-z0-9-]{0,62}@[1-9][0-9]{0,5}$")]

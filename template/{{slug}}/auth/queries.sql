@@ -65,3 +65,16 @@ UPDATE account SET operator = $2 WHERE email = $1 RETURNING id;
 -- name: account_is_operator
 -- Checked on every console request: a revoke takes effect on the next one.
 SELECT coalesce((SELECT operator FROM account WHERE id = $1), false);
+
+-- name: purge_ended_sessions
+-- Sessions past their absolute expiry by a day (revoked and idle ones end earlier and go then too):
+-- no request can match them any more. Oldest first, $1 rows a statement.
+DELETE FROM session
+WHERE token_hash IN (
+    SELECT token_hash FROM session
+    WHERE expires_at < now() - interval '1 day'
+    ORDER BY expires_at
+    LIMIT $1
+    FOR UPDATE SKIP LOCKED
+)
+RETURNING token_hash;

@@ -10,6 +10,7 @@ from uuid import UUID
 import asyncpg
 import msgspec
 
+from ..db.batches import delete_in_batches
 from ..db.queries import Queries
 from ..settings import Settings
 
@@ -62,3 +63,8 @@ async def end_session(conn: asyncpg.Connection, settings: Settings, token: str) 
 
 async def end_all_sessions(conn: asyncpg.Connection, account_id: UUID) -> None:
     await conn.execute(Q.revoke_all_sessions, account_id)
+
+
+async def purge_ended(pool: asyncpg.Pool, batch: int, limit: int) -> int:
+    """Maintenance: sessions a day past their absolute expiry, ``batch`` a statement, ``limit`` a pass."""
+    return await delete_in_batches(pool, Q.purge_ended_sessions, batch=batch, limit=limit)

@@ -20,6 +20,7 @@ from uuid import UUID
 
 import asyncpg
 
+from ..db.batches import delete_in_batches
 from ..db.pool import transaction
 from . import store
 from .errors import StorageUnavailable
@@ -109,6 +110,13 @@ async def purge_orphans(pool: asyncpg.Pool, objects: ObjectStore, batch: int, gr
     if candidates:
         removed += await _delete_orphans(pool, objects, candidates, batch - removed)
     return removed
+
+
+async def forget_deleted(pool: asyncpg.Pool, days: int, batch: int, limit: int) -> int:
+    """Rows of files deleted more than ``days`` ago that no task names as its result (history
+    retention: tasks/retention.py runs first). ``batch`` rows a statement, each its own short
+    transaction, at most ``limit`` a pass; returns the rows forgotten."""
+    return await delete_in_batches(pool, store.Q.forget_deleted, days, batch=batch, limit=limit)
 
 
 async def _delete_orphans(pool: asyncpg.Pool, objects: ObjectStore, keys: list[str], limit: int) -> int:

@@ -139,3 +139,19 @@ RETURNING id, owner_id, object_key;
 
 -- name: account_object_keys
 SELECT object_key FROM file WHERE owner_id = $1 AND status <> 'deleted';
+
+-- ---------------------------------------------------------------- history retention (cleanup.forget_deleted)
+
+-- name: forget_deleted
+-- Rows of files deleted more than $1 days ago that no task names as its result any more (tasks'
+-- retention prunes such tasks first): their object went long ago and nothing reads the row.
+DELETE FROM file
+WHERE id IN (
+    SELECT f.id FROM file f
+    WHERE f.status = 'deleted' AND f.deleted_at < now() - make_interval(days => $1)
+      AND NOT EXISTS (SELECT 1 FROM task t WHERE t.result_file_id = f.id)
+    ORDER BY f.deleted_at
+    LIMIT $2
+    FOR UPDATE SKIP LOCKED
+)
+RETURNING id;

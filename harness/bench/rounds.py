@@ -1,0 +1,105 @@
+"""Interleaved rounds: the order batches run in, and each figure's median and range across rounds.
+
+One batch per reference is too noisy to judge a ratio on a shared machine (issue 33: ours/naive
+read 0.52-0.97 across single runs). So every round runs each site, then the naive site, then
+the bare actor, in turn; a ratio is taken within a round (both sides saw the same minute of the
+machine) and judged on its median across rounds, its range (min-max) shown beside it.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterable, Sequence
+
+import msgspec
+
+from .measure import ratio
+from .results import Baseline, BenchReport, EndToEnd
+
+NAIVE = "naive"
+BARE = "bare"
+
+
+class Spread(msgspec.Struct, frozen=True):
+    """A figure across rounds: its median, lowest and highest value, and how many rounds gave one."""
+
+    median: float
+    low: float
+    high: float
+    count: int
+
+    @property
+    def relative_range(self) -> float | None:
+        """(high - low) / median: how far apart the rounds were, as a share of the figure."""
+        return round((self.high - self.low) / self.median, 3) if self.median else None
+
+
+def spread(values: Iterable[float | None]) -> Spread | None:
+    """Median, min and max of the values given (None: a round without the figure), or None if there are none."""
+    present = [v for v in values if v is not None]
+    if not present:
+        return None
+    return Spread(median=round(statistics.median(present), 3), low=min(present), high=max(present),
+                  count=len(present))
+
+
+def schedule(rounds: int, sites: Sequence[str]) -> list[tuple[int, str]]:
+    """(round, what) in the order batches run: each round every site, then the naive site, then the bare actor."""
+    return [(number, what) for number in range(1, rounds + 1) for what in (*sites, NAIVE, BARE)]
+
+
+def by_round(runs: Iterable[Baseline | EndToEnd]) -> dict[tuple[int, int], float]:
+    """tasks/s by (workers, round)."""
+    return {(run.workers, run.round): run.tasks_per_s for run in runs}
+
+
+def ratios(report: BenchReport, reference: str) -> dict[tuple[str, int], list[float | None]]:
+    """Each site's tasks/s over ``reference``'s (``naive`` or ``bare``) at the same worker count, round by
+    round: {(site, workers): [ratio of round 1, round 2, …]} (None where that round lacks the reference)."""
+    theirs = by_round(report.naive if reference == NAIVE else report.baseline)
+    out: dict[tuple[str, int], list[float | None]] = {}
+    for run in sorted(report.end_to_end, key=lambda e: e.round):
+        out.setdefault((run.site, run.workers), []).append(
+            ratio(run.tasks_per_s, theirs.get((run.workers, run.round), 0.0)))
+    return out
+
+
+def ratio_spreads(report: BenchReport, reference: str) -> dict[tuple[str, int], Spread | None]:
+    return {key: spread(values) for key, values in ratios(report, reference).items()}
+
+
+def cpu_ratios(report: BenchReport, reference: str) -> dict[tuple[str, int], list[float | None]]:
+    """Each site's CPU per task (every process) over ``reference``'s, round by round, as ``ratios`` pairs
+    them. Far steadier than the rates on a shared machine: another process's load slows both sides'
+    clocks, but a task still costs the CPU it costs."""
+    theirs = {(run.workers, run.round): sum(run.cpu_ms_per_task.values())
+              for run in (report.naive if reference == NAIVE else report.baseline)}
+    out: dict[tuple[str, int], list[float | None]] = {}
+    for run in sorted(report.end_to_end, key=lambda e: e.round):
+        out.setdefault((run.site, run.workers), []).append(
+            ratio(sum(run.cpu_ms_per_task.values()), theirs.get((run.workers, run.round), 0.0)))
+    return out
+
+
+def cpu_ratio_spreads(report: BenchReport, reference: str) -> dict[tuple[str, int], Spread | None]:
+    return {key: spread(values) for key, values in cpu_ratios(report, reference).items()}
+
+
+def rate_spreads(runs: Iterable[Baseline | EndToEnd]) -> dict[int, Spread | None]:
+    """tasks/s across rounds by worker processes (of one site, or of one reference)."""
+    grouped: dict[int, list[float]] = {}
+    for run in runs:
+        grouped.setdefault(run.workers, []).append(run.tasks_per_s)
+    return {workers: spread(values) for workers, values in grouped.items()}
+
+
+def median_cpu(runs: Sequence[Baseline | EndToEnd]) -> dict[str, float]:
+    """CPU ms per task by process, each the median across ``runs`` (rounds of one batch)."""
+    processes = [name for run in runs for name in run.cpu_ms_per_task]
+    return {name: round(statistics.median(run.cpu_ms_per_task[name] for run in runs
+                                          if name in run.cpu_ms_per_task), 2)
+            for name in dict.fromkeys(processes)}
+
+
+def median_p99(runs: Sequence[Baseline | EndToEnd]) -> Spread | None:
+    return spread(run.latency.p99 for run in runs)
