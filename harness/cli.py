@@ -157,7 +157,8 @@ def cmd_chaos(args: argparse.Namespace) -> int:
 
     state_dir = Path(args.state) if args.state else KIT_ROOT / ".state" / "chaos" / _default_state().name
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1_000_000)
-    ok, text = chaos(state_dir, args.sites, args.seconds, seed, keep=args.keep, counts=process_counts(args))
+    ok, text = chaos(state_dir, args.sites, args.seconds, seed, keep=args.keep, counts=process_counts(args),
+                     services=args.services)
     print(text, end="")
     print(f"report: {state_dir.resolve() / 'chaos.json'} (again with --seed {seed})")
     return 0 if ok else 1
@@ -257,6 +258,9 @@ def build_parser() -> argparse.ArgumentParser:
     chaos.add_argument("--seed", type=int, default=None, help="the kill plan's seed (default: a random one, printed)")
     chaos.add_argument("--state", default=None, help="default: .state/chaos/<timestamp>; a live run there is used")
     chaos.add_argument("--keep", action="store_true", help="leave the sites running afterwards")
+    chaos.add_argument("--services", action="store_true",
+                       help="fault the embedded services instead (PostgreSQL, the broker, S3), with Prometheus "
+                            "watching the sites' alerts; the load lasts at least --seconds")
     add_process_options(chaos, workers=2)
     chaos.set_defaults(handler=cmd_chaos)
 

@@ -17,6 +17,7 @@ import secrets
 import time
 import uuid
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import httpx
 
@@ -57,6 +58,14 @@ class Submitted:
     lost: int = 0  # sends that got no answer
 
 
+class Heard(NamedTuple):
+    """One answer a client got (``status`` 0: none, the connection refused or cut), when (wall clock)."""
+
+    at: float
+    status: int
+    retry_after: bool  # the answer said when to come back
+
+
 @dataclass
 class Account:
     site: SiteRecord
@@ -65,6 +74,13 @@ class Account:
     inputs: list[tuple[str, bytes]]  # (file id, bytes)
     rng: random.Random
     submitted: list[Submitted] = field(default_factory=list)
+    heard: list[Heard] = field(default_factory=list)  # every answer of a submit or a poll, in order
+
+    def hear(self, response: httpx.Response | None) -> None:
+        if response is None:
+            self.heard.append(Heard(time.time(), 0, False))
+        else:
+            self.heard.append(Heard(time.time(), response.status_code, "retry-after" in response.headers))
 
     def next_request(self) -> Submitted:
         file_id, data = self.rng.choice(self.inputs)
@@ -132,6 +148,7 @@ async def _send_until_answered(account: Account, request: Submitted, stats: Load
             response, cut = None, not isinstance(error, httpx.ConnectError | httpx.ConnectTimeout)
         else:
             cut = False  # the proxy cannot tell us whether the site refused the connection or cut it
+        account.hear(response)
         if response is None or response.status_code in GATEWAY_ERRORS:
             request.lost += 1
             stats.resends += 1
@@ -170,7 +187,9 @@ async def poll(account: Account, active: dict[str, Submitted], findings: list[st
         try:
             response = await account.http.get(f"/api/tasks/{task_id}")
         except httpx.TransportError:
+            account.hear(None)
             return
+        account.hear(response)
         if response.status_code in GATEWAY_ERRORS:
             return
         if response.status_code == 200:
@@ -181,10 +200,12 @@ async def poll(account: Account, active: dict[str, Submitted], findings: list[st
             del active[task_id]
 
 
-async def run_account(account: Account, target: int, until: float, stats: LoadStats, findings: list[str]) -> None:
-    """Until ``until`` (monotonic): keep ``target`` tasks active; a submit under way is answered first."""
+async def run_account(account: Account, target: int, until: float, stats: LoadStats, findings: list[str],
+                      stop: asyncio.Event | None = None) -> None:
+    """Until ``until`` (monotonic) or ``stop``: keep ``target`` tasks active; a submit under way is answered
+    first."""
     active: dict[str, Submitted] = {}
-    while time.monotonic() < until:
+    while time.monotonic() < until and not (stop and stop.is_set()):
         if len(active) < target:
             request = account.next_request()
             stats.submits += 1
