@@ -513,9 +513,10 @@ def start_s3(state_dir: Path, *, port: int | None = None) -> RunningS3:
 
 
 def stop_s3(pid: int, sig: int = signal.SIGTERM) -> None:
-    """Stop the server (``sig``: SIGKILL kills it outright); then remove the Unix sockets `weed` leaves in /tmp, named after its own ports
-    (``/tmp/seaweedfs-filer-<port>.sock``, ``/tmp/seaweedfs-s3-grpc-<port>.sock``, ...). They stay in
-    /tmp: a socket path under a deep state folder would pass the 108 bytes a Unix socket may have."""
+    """Stop the server (``sig``: SIGKILL kills it outright); then remove the Unix sockets `weed` leaves
+    in /tmp, named after its own ports (``/tmp/seaweedfs-filer-<port>.sock``,
+    ``/tmp/seaweedfs-s3-grpc-<port>.sock``, ...). They stay in /tmp: a socket path under a deep state
+    folder would pass the 108 bytes a Unix socket may have."""
     try:
         argv = Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
     except OSError:
