@@ -9,10 +9,10 @@ import msgspec
 import pytest
 
 from harness import cli
-from harness.chaos import checks, inputs, outages, recovery, results, schedule
+from harness.chaos import checks, inputs, outages, prometheus, recovery, results, schedule
 from harness.chaos.checks import Outcome, TaskRow
 from harness.chaos.load import Heard
-from harness.state import ProcessCounts
+from harness.state import ProcessCounts, SiteRecord
 
 COUNTS = ProcessCounts(web=1, worker=2)
 
@@ -203,3 +203,24 @@ def test_the_service_fault_table_reports_recovery_and_alerts(tmp_path) -> None:
     assert "alerts fired: TaskBacklogOld@alpha; all resolved" in text
     assert "error: EmbeddedError" in text and "alert rules no fault fired: DeadLetters" in text
     assert "never" in next(line for line in text.splitlines() if line.strip().startswith("s3-kill"))
+
+
+def test_prometheus_scrapes_each_site_with_its_token_and_loads_each_distinct_rules_file(tmp_path) -> None:
+    sites = []
+    for slug, rules in (("alpha", "groups: []\n"), ("bravo", "groups: []\n"), ("charlie", None), ("delta", "x\n")):
+        folder = tmp_path / slug
+        if rules is not None:
+            (folder / "prometheus").mkdir(parents=True)
+            (folder / "prometheus" / "alerts.yml").write_text(rules)
+        sites.append(SiteRecord(slug=slug, name=slug, base_url="", upstream_url=f"http://127.0.0.1:40{len(sites)}",
+                                origin="", cookie_name="", database_url="", broker_url="", broker_namespace="",
+                                task_queue="", dead_queue="", s3_endpoint_url="", bucket="", object_prefix="",
+                                site_dir=str(folder), venv_python=""))
+    tokens = {site.slug: tmp_path / f"{site.slug}.token" for site in sites}
+    config = prometheus.config(sites, tokens)
+    assert config["rule_files"] == [str(tmp_path / "alpha" / "prometheus" / "alerts.yml"),
+                                    str(tmp_path / "delta" / "prometheus" / "alerts.yml")]  # bravo's is alpha's
+    jobs = {job["job_name"]: job for job in config["scrape_configs"]}
+    assert jobs["charlie"]["static_configs"] == [{"targets": ["127.0.0.1:402"]}]
+    assert jobs["charlie"]["authorization"] == {"type": "Bearer", "credentials_file": str(tokens["charlie"])}
+    assert config["global"]["scrape_interval"] == config["global"]["evaluation_interval"] == "1s"

@@ -40,7 +40,14 @@ def available() -> bool:
 
 
 def rule_files(sites: list[SiteRecord]) -> list[str]:
-    return [str(Path(site.site_dir) / RULES) for site in sites if (Path(site.site_dir) / RULES).exists()]
+    """Each site's rules file; one of several alike (sites rendered with the same policy): a rule
+    evaluates over every site's series, so the same rule twice would make every alert twice."""
+    files: dict[bytes, str] = {}
+    for site in sites:
+        path = Path(site.site_dir) / RULES
+        if path.exists():
+            files.setdefault(path.read_bytes(), str(path))
+    return list(files.values())
 
 
 def config(sites: list[SiteRecord], tokens: dict[str, Path]) -> dict:
