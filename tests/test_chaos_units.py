@@ -224,3 +224,16 @@ def test_prometheus_scrapes_each_site_with_its_token_and_loads_each_distinct_rul
     assert jobs["charlie"]["static_configs"] == [{"targets": ["127.0.0.1:402"]}]
     assert jobs["charlie"]["authorization"] == {"type": "Bearer", "credentials_file": str(tokens["charlie"])}
     assert config["global"]["scrape_interval"] == config["global"]["evaluation_interval"] == "1s"
+
+
+def test_a_5xx_but_503_anywhere_on_the_site_during_the_campaign_is_found_in_its_own_histogram() -> None:
+    before = recovery.server_errors(
+        '# HELP x\n'
+        'sitekit_http_request_duration_seconds_count{method="GET",route="/metrics",status="503"} 2.0\n'
+        'sitekit_http_request_duration_seconds_count{method="POST",route="/api/files",status="500"} 1.0\n'
+        'sitekit_http_request_duration_seconds_count{method="GET",route="/api/tasks",status="200"} 90.0\n'
+        'sitekit_http_request_duration_seconds_sum{method="POST",route="/api/files",status="500"} 1.5\n')
+    assert before == {"GET /metrics 503": 2.0, "POST /api/files 500": 1.0}
+    after = {**before, "GET /metrics 503": 40.0, "GET /api/files/{file_id}/content 500": 3.0}
+    assert recovery.new_server_errors(before, after) == ["GET /api/files/{file_id}/content answered 500 3 time(s)"]
+    assert recovery.new_server_errors(before, before) == []

@@ -74,7 +74,8 @@ class Account:
     inputs: list[tuple[str, bytes]]  # (file id, bytes)
     rng: random.Random
     submitted: list[Submitted] = field(default_factory=list)
-    heard: list[Heard] = field(default_factory=list)  # every answer of a submit or a poll, in order
+    heard: list[Heard] = field(default_factory=list)  # every answer of a submit, a poll or a download, in order
+    downloads: bool = False  # download each result as its task succeeds (storage read under the load)
 
     def hear(self, response: httpx.Response | None) -> None:
         if response is None:
@@ -193,11 +194,23 @@ async def poll(account: Account, active: dict[str, Submitted], findings: list[st
         if response.status_code in GATEWAY_ERRORS:
             return
         if response.status_code == 200:
-            if response.json()["status"] in TERMINAL:
+            task = response.json()
+            if task["status"] in TERMINAL:
                 del active[task_id]
+                if account.downloads and task["result"] is not None:
+                    await _download(account, task["result"]["fileId"])
         elif response.status_code not in (429, 503):
             findings.append(f"task {task_id}: detail answered {response.status_code} {_error_code(response)}")
             del active[task_id]
+
+
+async def _download(account: Account, file_id: str) -> None:
+    """One read of a result; its answer is only heard (the campaign checks every result's bytes at the end)."""
+    try:
+        response = await account.http.get(f"/api/files/{file_id}/content")
+    except httpx.TransportError:
+        response = None
+    account.hear(response)
 
 
 async def run_account(account: Account, target: int, until: float, stats: LoadStats, findings: list[str],

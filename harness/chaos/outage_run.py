@@ -9,7 +9,9 @@
    ``seconds``.
 4. The sites recover on their own clocks: nothing is advanced, nothing restarted; the campaign
    only waits for every task to end. Then the evidence is checked as in the process campaign,
-   every answer too (an outage answers 503 with Retry-After, never 500), and each site's audit.
+   every answer too (an outage answers 503 with Retry-After, never 500; the clients also download
+   each result as it succeeds, and the site's own latency histogram must show no new 5xx but 503 on
+   any route, Prometheus's scrapes included), and each site's audit.
 5. Per fault: back → first success, back → drained, the answers seen, the alerts that fired and
    whether they resolved.
 """
@@ -23,6 +25,7 @@ import time
 from pathlib import Path
 
 import asyncpg
+import httpx
 
 from harness import books, control, processes, progress, state
 from harness.report import now
@@ -84,6 +87,14 @@ async def _faults(state_dir: Path, sites: list[Site], planned: list[outages.Outa
     return done
 
 
+def _server_errors(state_dir: Path, record: SiteRecord) -> dict[str, float]:
+    """The site's 5xx answers so far, by route, from its own /metrics (every web process's)."""
+    token = state.load_site_env(state_dir, record.slug)["METRICS_TOKEN"]
+    response = httpx.get(f"{record.upstream_url}/metrics", headers={"Authorization": f"Bearer {token}"}, timeout=30)
+    response.raise_for_status()
+    return recovery.server_errors(response.text)
+
+
 def _start_maintenance(state_dir: Path, record: SiteRecord) -> int:
     folder = state.site_folder(state_dir, record.slug)
     return processes.start_site_process(record.venv_python, record.slug, ["maintain", "--loop", str(MAINTAIN_EVERY)],
@@ -130,6 +141,9 @@ async def _campaign(state_dir: Path, records: list[SiteRecord], report: ChaosRep
             sites.append(Site(state_dir, record, [a for a in accounts if isinstance(a, load.Account)]))
             if failed := [a for a in accounts if isinstance(a, BaseException)]:
                 raise failed[0]
+            for account in sites[-1].accounts:
+                account.downloads = True
+        errors_before = [await asyncio.to_thread(_server_errors, state_dir, record) for record in records]
         maintainers = [(_start_maintenance(state_dir, record), record.venv_python) for record in records]
         report.sites = [site.report for site in sites]
         began = time.monotonic()
@@ -159,6 +173,8 @@ async def _campaign(state_dir: Path, records: list[SiteRecord], report: ChaosRep
             site.report.findings += checks.findings(outcomes, rows, sent)
             site.report.findings += recovery.answer_findings(answer for account in site.accounts
                                                              for answer in account.heard)
+            after = await asyncio.to_thread(_server_errors, state_dir, site.record)
+            site.report.findings += recovery.new_server_errors(errors_before[sites.index(site)], after)
             audit, error = await asyncio.to_thread(books.audit, state_dir, site.record)
             site.report.audit_clean = audit is not None and audit.clean
             if audit is not None:

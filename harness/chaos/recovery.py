@@ -6,6 +6,7 @@ database's ``now()`` for rows — one machine, one clock.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Iterable
 
@@ -48,3 +49,24 @@ def answer_findings(heard: Iterable[Heard]) -> list[str]:
         elif answer.status == 503 and not answer.retry_after:
             wrong["answered 503 without Retry-After"] += 1
     return [f"{count} request(s) {what}" for what, count in sorted(wrong.items())]
+
+
+_COUNT = re.compile(r"^sitekit_http_request_duration_seconds_count\{(?P<labels>[^}]*)\} (?P<value>\S+)$", re.M)
+_LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
+
+
+def server_errors(exposition: str) -> dict[str, float]:
+    """From a site's /metrics: how many requests each route has answered with a 5xx, by every web
+    process of the site (its latency histogram, which sees every answer: Prometheus's scrapes too)."""
+    found: dict[str, float] = {}
+    for match in _COUNT.finditer(exposition):
+        labels = dict(_LABEL.findall(match["labels"]))
+        if labels.get("status", "").startswith("5"):
+            found[f"{labels.get('method')} {labels.get('route')} {labels['status']}"] = float(match["value"])
+    return found
+
+
+def new_server_errors(before: dict[str, float], after: dict[str, float]) -> list[str]:
+    """Answers of a 5xx other than 503 that came between two readings of ``server_errors``."""
+    return [f"{key.rsplit(' ', 1)[0]} answered {key.rsplit(' ', 1)[1]} {after[key] - before.get(key, 0):g} time(s)"
+            for key in sorted(after) if not key.endswith(" 503") and after[key] > before.get(key, 0)]
