@@ -159,8 +159,10 @@ async def _campaign(state_dir: Path, records: list[SiteRecord], report: ChaosRep
             await asyncio.gather(*clients)
         report.load_seconds = round(time.monotonic() - began, 1)
         with progress.step("chaos --services: every task ends on the sites' own clocks"):
-            for site in sites:
+            for site, (pid, python) in zip(sites, maintainers, strict=True):
                 await asyncio.to_thread(revive, state_dir, site)  # a dead process is a finding
+                if not processes.runs(pid, python):
+                    site.report.findings.append("maintain --loop exited during the campaign")
             if not await _wait_ended(sites, ACTIVE, deadline_s=SETTLE_DEADLINE):
                 report.failure = f"tasks still active {SETTLE_DEADLINE:.0f} s after the load"
         campaign_end = time.time()
