@@ -132,6 +132,7 @@ def test_the_report_round_trips_and_summarises(tmp_path) -> None:
     (["--sites", "11"], "--sites must be between 1 and 10"),
     (["--workers", "1"], "--workers must be at least 2"),
     (["--seed", "-1"], "--seed must not be negative"),
+    (["--services", "--faults", "s3-kill,disk-full"], "--faults: unknown disk-full (known: broker-kill,"),
 ])
 def test_bad_campaign_options_are_refused_in_one_line(argv: list[str], message: str,
                                                       capsys: pytest.CaptureFixture[str]) -> None:

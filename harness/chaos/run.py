@@ -168,10 +168,11 @@ def campaign(state_dir: Path, slugs: list[str], seconds: float, seed: int) -> Ch
 
 
 def chaos(state_dir: Path, sites: int, seconds: float, seed: int, *, keep: bool,
-          counts: ProcessCounts, services: bool = False) -> tuple[bool, str]:
+          counts: ProcessCounts, services: bool = False,
+          faults: tuple[str, ...] | None = None) -> tuple[bool, str]:
     """Stand ``sites`` sites up (or use the live run in ``state_dir``), run a campaign (``services``: of
-    service faults, outage_run.py), take them down again unless ``keep`` (a run that was already up stays
-    up). Writes chaos.json; returns (ok, summary)."""
+    service faults, outage_run.py; ``faults``: only those kinds), take them down again unless ``keep``
+    (a run that was already up stays up). Writes chaos.json; returns (ok, summary)."""
     state_dir = Path(state_dir).resolve()
     live = state.sites_path(state_dir).exists()
     report: ChaosReport | None = None
@@ -183,7 +184,7 @@ def chaos(state_dir: Path, sites: int, seconds: float, seed: int, *, keep: bool,
         if services:
             from .outage_run import campaign as service_campaign  # it imports this module
 
-            report = service_campaign(state_dir, slugs, seconds, seed)
+            report = service_campaign(state_dir, slugs, seconds, seed, *([faults] if faults else []))
         else:
             report = campaign(state_dir, slugs, seconds, seed)
     except Exception as error:
