@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import asyncpg
 import msgspec
@@ -47,26 +46,10 @@ class _AuditReport(msgspec.Struct):
     findings: list[_AuditFinding]
 
 
-def _port(record: ServiceRecord) -> int:
-    port = urlsplit(record.url).port
-    assert port is not None, record.url
-    return port
-
-
 def _restart_service(state_dir: Path, record: ServiceRecord) -> ServiceRecord:
     """The server of ``record`` stopped and started again on its own data and port."""
-    emb = services.embedded()
-    folder = Path(state_dir) / "services"
-    if record.kind == "postgres":
-        emb.stop_postgres(record.pid)
-        server = emb.start_postgres(folder / "postgres", port=_port(record))
-    elif record.kind == "s3":
-        emb.stop_s3(record.pid)
-        server = emb.start_s3(folder / "s3", port=_port(record))
-    else:
-        emb.stop_process(record.pid)
-        server = emb.start_valkey(folder / "valkey", port=_port(record))
-    return msgspec.structs.replace(record, pid=server.pid)
+    services.stop_server(record)
+    return services.start_again(state_dir, record)
 
 
 def restart(state_dir: Path) -> None:

@@ -172,7 +172,9 @@ def cmd_chaos(args: argparse.Namespace) -> int:
 
     state_dir = Path(args.state) if args.state else KIT_ROOT / ".state" / "chaos" / _default_state().name
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1_000_000)
-    ok, text = chaos(state_dir, args.sites, args.seconds, seed, keep=args.keep, counts=process_counts(args))
+    faults = tuple(args.faults.split(",")) if args.faults else None
+    ok, text = chaos(state_dir, args.sites, args.seconds, seed, keep=args.keep, counts=process_counts(args),
+                     services=args.services or bool(faults), faults=faults)
     print(text, end="")
     print(f"report: {state_dir.resolve() / 'chaos.json'} (again with --seed {seed})")
     return 0 if ok else 1
@@ -194,6 +196,11 @@ def chaos_problem(args: argparse.Namespace) -> str | None:
         return f"--workers must be at least {MIN_WORKERS}: a worker is killed while another carries on"
     if args.seed is not None and args.seed < 0:
         return "--seed must not be negative"
+    if args.faults is not None:
+        from .chaos.outages import KINDS
+
+        if unknown := [kind for kind in args.faults.split(",") if kind not in KINDS]:
+            return f"--faults: unknown {', '.join(unknown)} (known: {', '.join(KINDS)})"
     return None
 
 
@@ -283,6 +290,11 @@ def build_parser() -> argparse.ArgumentParser:
     chaos.add_argument("--seed", type=int, default=None, help="the kill plan's seed (default: a random one, printed)")
     chaos.add_argument("--state", default=None, help="default: .state/chaos/<timestamp>; a live run there is used")
     chaos.add_argument("--keep", action="store_true", help="leave the sites running afterwards")
+    chaos.add_argument("--services", action="store_true",
+                       help="fault the embedded services instead (PostgreSQL, the broker, S3), with Prometheus "
+                            "watching the sites' alerts; the load lasts at least --seconds")
+    chaos.add_argument("--faults", default=None, metavar="KIND,...",
+                       help="with --services: only these service faults (default: every one)")
     add_process_options(chaos, workers=2)
     chaos.set_defaults(handler=cmd_chaos)
 

@@ -82,6 +82,10 @@ class Report(msgspec.Struct):
     failure: str | None = None
     # the short fault campaign on the first site (also in chaos.json)
     chaos: ChaosReport | None = None
+    # the short service-fault campaign on the first site (also in chaos-services.json); None where it did
+    # not run (services_chaos_skipped says why: external services)
+    services_chaos: ChaosReport | None = None
+    services_chaos_skipped: str | None = None
     lane: str = "plain"  # or "proxy": every site behind a reverse proxy over https
     proxy: ProxyLane | None = None
     # service ("database", "broker", "storage") -> "isolated by privilege" or "shared: <why>"
@@ -170,7 +174,8 @@ def build(*, ok: bool, started_at: str, provenance: Provenance, services_mode: s
           tests: TestResults, teardown: list[str], failure: str | None,
           books: dict[str, SiteBooks] | None = None, chaos: ChaosReport | None = None,
           proxy: ProxyLane | None = None, updates: dict[str, Outcome | None] | None = None,
-          privilege: dict[str, str] | None = None) -> Report:
+          privilege: dict[str, str] | None = None, services_chaos: ChaosReport | None = None,
+          services_chaos_skipped: str | None = None) -> Report:
     sites = [
         SiteReport(slug=slug, answers=answers, timings=info.timings.get(slug, SiteTimings()),
                    tests=per_site(tests, slug), books=(books or {}).get(slug), fleet=info.fleet.get(slug),
@@ -189,6 +194,8 @@ def build(*, ok: bool, started_at: str, provenance: Provenance, services_mode: s
         teardown=teardown,
         failure=failure,
         chaos=chaos,
+        services_chaos=services_chaos,
+        services_chaos_skipped=services_chaos_skipped,
         lane="proxy" if proxy else "plain",
         proxy=proxy,
         privilege=privilege or {},
@@ -233,6 +240,10 @@ def summary(report: Report) -> str:
         lines.append("  fault campaign: not reached")
     else:
         lines += ["  " + line for line in chaos_summary(report.chaos).splitlines()]
+    if report.services_chaos is not None:
+        lines += ["  " + line for line in chaos_summary(report.services_chaos).splitlines()]
+    elif report.services_chaos_skipped:
+        lines.append(f"  service-fault campaign: skipped ({report.services_chaos_skipped})")
     lines.append("")
     for site in report.sites:
         lines += books_lines(site)

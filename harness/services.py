@@ -15,7 +15,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import shutil
+import signal
 import sys
+import time
 from collections.abc import Callable, Mapping
 from functools import cache
 from pathlib import Path
@@ -23,6 +26,7 @@ from types import ModuleType
 from urllib.parse import urlsplit
 
 import asyncpg
+import msgspec
 from aiobotocore.session import get_session
 
 from . import KIT_ROOT, template_module
@@ -101,17 +105,61 @@ def broker_kind(url: str) -> str:
     raise ServiceError(f"HARNESS_BROKER_URL must be redis:// or amqp:// (got scheme {scheme!r})")
 
 
-def stop_services_started(records: list[ServiceRecord]) -> None:
+def stop_server(record: ServiceRecord, *, kill: bool = False) -> None:
+    """Stop the embedded server of ``record`` by its pid: its own way (PostgreSQL's fast shutdown), or
+    with ``kill`` SIGKILLed, finishing nothing (PostgreSQL then recovers from its WAL on the next start)."""
     emb = embedded()
+    if record.kind == "postgres" and not kill:
+        emb.stop_postgres(record.pid)
+    elif record.kind == "s3":
+        emb.stop_s3(record.pid, signal.SIGKILL if kill else signal.SIGTERM)
+    else:
+        emb.stop_process(record.pid, signal.SIGKILL if kill else signal.SIGTERM)
+
+
+def stop_services_started(records: list[ServiceRecord]) -> None:
     for record in reversed(records):
-        if record.pid is None:
-            continue
-        if record.kind == "postgres":
-            emb.stop_postgres(record.pid)
-        elif record.kind == "s3":
-            emb.stop_s3(record.pid)
-        else:
-            emb.stop_process(record.pid)
+        if record.pid is not None:
+            stop_server(record)
+
+
+def _port(record: ServiceRecord) -> int:
+    port = urlsplit(record.url).port
+    assert port is not None, record.url
+    return port
+
+
+# A SIGKILLed postmaster leaves its backends running until they notice; until they are gone the
+# shared memory is in use and a new postmaster on the same data refuses to start.
+RESTART_DEADLINE = 60.0
+
+
+def start_again(state_dir: Path, record: ServiceRecord, *, empty: bool = False) -> ServiceRecord:
+    """The embedded server of ``record``, stopped or dead, started again on its own data, port and
+    credentials (the passwords, Valkey's users file and SeaweedFS's identities live with the data, as
+    ``provision`` and privilege.py left them). ``empty``: the broker starts without the messages it held
+    (its append-only file removed; its users kept). Returns the record with the new pid."""
+    emb = embedded()
+    folder = Path(state_dir) / "services"
+    port = _port(record)
+    if record.kind == "postgres":
+        deadline = time.monotonic() + RESTART_DEADLINE
+        while True:
+            try:
+                server = emb.start_postgres(folder / "postgres", port=port)
+                break
+            except emb.EmbeddedError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
+    elif record.kind == "s3":
+        server = emb.start_s3(folder / "s3", port=port)
+    else:
+        if empty:
+            shutil.rmtree(Path(record.data_dir) / "appendonlydir", ignore_errors=True)
+            (Path(record.data_dir) / "dump.rdb").unlink(missing_ok=True)
+        server = emb.start_valkey(folder / "valkey", port=port)
+    return msgspec.structs.replace(record, pid=server.pid)
 
 
 def stop_services(services: Services) -> None:

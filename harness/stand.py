@@ -97,6 +97,8 @@ def _prepare_site(state_dir: Path, services_: state.Services, index: int, run_id
             "S3_SECRET_ACCESS_KEY": grant.s3_secret_access_key,
             "S3_REGION": services_.s3.region,
             "SECRET_KEY": secrets.token_urlsafe(48),
+            # /metrics exists (for the Prometheus of `chaos --services`) and answers only this token's bearer
+            "METRICS_TOKEN": secrets.token_urlsafe(32),
             "APP_ORIGIN": answers["origin"],
         }
     )

@@ -1,4 +1,5 @@
-"""``verify``: up, run site_tests against the live sites, a short fault campaign, the books, the report, down."""
+"""``verify``: up, run site_tests against the live sites, a short fault campaign and a short service-fault
+campaign, the books, the report, down."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import sys
 from pathlib import Path
 
 from . import KIT_ROOT, books, progress, rehearsal, report, stand, state
+from .chaos import outage_run
 from .chaos import results as chaos_results
 from .chaos.run import campaign
 from .fleet_plan import Planned
@@ -20,6 +22,11 @@ log = logging.getLogger(__name__)
 # (which restart everything and audit what the campaign left too).
 CHAOS_SECONDS = 40
 CHAOS_SEED = 15
+# Then the short service-fault campaign there (chaos --services): one fault of each server that recovers
+# within a minute or two (CI runs postgres-long and broker-empty); the load lasts at least SERVICE_SECONDS
+# (the faults and their recoveries set it).
+SERVICE_FAULTS = ("postgres-short", "broker-kill", "s3-freeze")
+SERVICE_SECONDS = 10
 
 
 # Phase 1 runs everything that leaves the sites up, in parallel; phase 2 the scenarios that
@@ -65,6 +72,8 @@ def verify(state_dir: Path, count: int, *, keep: bool, workers: int | str, pytes
     services_mode = "?"
     site_books: dict[str, books.SiteBooks] = {}
     chaos: chaos_results.ChaosReport | None = None
+    services_chaos: chaos_results.ChaosReport | None = None
+    services_skipped: str | None = None
     front: state.ProxyRecord | None = None
     privilege: dict[str, str] = {}
     try:
@@ -76,6 +85,15 @@ def verify(state_dir: Path, count: int, *, keep: bool, workers: int | str, pytes
         with progress.step(f"fault campaign ({CHAOS_SECONDS:.0f} s) on {sites.sites[0].slug}"):
             chaos = campaign(state_dir, [sites.sites[0].slug], CHAOS_SECONDS, CHAOS_SEED)
         chaos_results.write(state_dir, chaos)
+        if external := [kind for kind in ("postgres", "broker", "s3") if getattr(sites.services, kind).pid is None]:
+            services_skipped = f"external services: {', '.join(external)}"
+        elif behind_proxy:  # the proxy changes nothing between a site and its services; CI's time is spent once
+            services_skipped = "the production lane (the plain lane runs it)"
+        else:
+            with progress.step(f"service-fault campaign ({', '.join(SERVICE_FAULTS)}) on {sites.sites[0].slug}"):
+                services_chaos = outage_run.campaign(state_dir, [sites.sites[0].slug], SERVICE_SECONDS, CHAOS_SEED,
+                                                     SERVICE_FAULTS)
+            chaos_results.write(state_dir, services_chaos, "chaos-services.json")
         with progress.step("the books of every site"):
             site_books = books.check_books(state_dir)
         if fleet and any(site.update for site in fleet):  # after the restart: the old data through the new code
@@ -94,6 +112,7 @@ def verify(state_dir: Path, count: int, *, keep: bool, workers: int | str, pytes
         ok, failure = False, "no site test ran"
     ok = ok and bool(site_books) and all(b.ok for b in site_books.values())
     ok = ok and chaos is not None and chaos.ok
+    ok = ok and (services_chaos.ok if services_chaos is not None else services_skipped is not None)
     updates = {site.slug: rehearsal.load(state_dir, site.slug) for site in fleet or [] if site.update}
     if updates and not all(outcome is not None and outcome.ok for outcome in updates.values()):
         ok, failure = False, failure or "an upgrade rehearsal did not carry every site over cleanly"
@@ -108,5 +127,6 @@ def verify(state_dir: Path, count: int, *, keep: bool, workers: int | str, pytes
         ok, failure = False, failure or "the proxy scenarios (site_tests/test_proxy.py) did not all pass"
     built = report.build(ok=ok, started_at=started_at, provenance=origin, services_mode=services_mode,
                          info=stand.load_run_info(state_dir), tests=results, teardown=teardown, failure=failure,
-                         books=site_books, chaos=chaos, proxy=lane, updates=updates, privilege=privilege)
+                         books=site_books, chaos=chaos, proxy=lane, updates=updates, privilege=privilege,
+                         services_chaos=services_chaos, services_chaos_skipped=services_skipped)
     return ok, report.write(state_dir, built)

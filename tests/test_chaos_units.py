@@ -1,14 +1,18 @@
-"""The fault campaign's deterministic parts: the kill plan, the oracle, the checks, the options."""
+"""The fault campaign's deterministic parts: the kill plan, the service-fault plan, the oracle, the checks,
+the recovery figures, the report, the options."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import msgspec
 import pytest
 
 from harness import cli
-from harness.chaos import checks, inputs, results, schedule
+from harness.chaos import checks, inputs, outages, prometheus, recovery, results, schedule
 from harness.chaos.checks import Outcome, TaskRow
-from harness.state import ProcessCounts
+from harness.chaos.load import Heard
+from harness.state import ProcessCounts, SiteRecord
 
 COUNTS = ProcessCounts(web=1, worker=2)
 
@@ -128,6 +132,7 @@ def test_the_report_round_trips_and_summarises(tmp_path) -> None:
     (["--sites", "11"], "--sites must be between 1 and 10"),
     (["--workers", "1"], "--workers must be at least 2"),
     (["--seed", "-1"], "--seed must not be negative"),
+    (["--services", "--faults", "s3-kill,disk-full"], "--faults: unknown disk-full (known: broker-kill,"),
 ])
 def test_bad_campaign_options_are_refused_in_one_line(argv: list[str], message: str,
                                                       capsys: pytest.CaptureFixture[str]) -> None:
@@ -142,3 +147,102 @@ def test_counted_is_word_count_as_documented() -> None:
     assert inputs.counted(text, "lines") == b'{"unit":"lines","count":3}'
     assert inputs.counted(text, "characters") == b'{"unit":"characters","count":22}'
     assert inputs.counted(b" \t  \t", "words") == b'{"unit":"words","count":0}'
+
+
+# --- chaos --services: the fault plan, the recovery figures, the answers, the report --------------------
+
+
+def test_every_service_fault_is_planned_once_in_a_seeded_order() -> None:
+    first = outages.plan(7)
+    assert first == outages.plan(7) and [o.kind for o in first] != [o.kind for o in outages.plan(8)]
+    assert sorted(o.kind for o in first) == sorted(outages.KINDS)
+    by_kind = {o.kind: o for o in first}
+    assert by_kind["broker-empty"].empty and by_kind["broker-empty"].pause_workers >= outages.WORKER_PAUSE[0]
+    assert not by_kind["broker-kill"].empty and not by_kind["broker-kill"].pause_workers
+    # the long faults outlast the site's own limits: a pool's acquire wait, an object call
+    assert by_kind["postgres-long"].down > outages.POOL_ACQUIRE_TIMEOUT > by_kind["postgres-short"].down
+    assert by_kind["s3-freeze"].down > outages.OBJECT_TIMEOUT and by_kind["s3-freeze"].action == "freeze"
+    assert outages.plan(1, ("s3-kill", "broker-kill"))[0].kind in ("s3-kill", "broker-kill")
+    assert len(outages.plan(1, ("s3-kill", "broker-kill"))) == 2
+
+
+def test_the_long_faults_track_the_sites_own_timeouts() -> None:
+    template = Path(__file__).resolve().parent.parent / "template" / "{{slug}}"
+    assert f"ACQUIRE_TIMEOUT = {outages.POOL_ACQUIRE_TIMEOUT}\n" in (template / "db" / "pool.py").read_text()
+    assert f"OBJECT_TIMEOUT = {outages.OBJECT_TIMEOUT}\n" in (template / "services" / "storage.py").read_text()
+
+
+def timed(status: str, created: float, finished: float | None) -> TaskRow:
+    return row(status=status, created_at=created, finished_at=finished)
+
+
+def test_recovery_is_measured_from_the_server_coming_back() -> None:
+    rows = [timed("succeeded", 90, 95), timed("succeeded", 98, 104.5), timed("succeeded", 101, 103),
+            timed("failed", 99, 130.25)]
+    assert recovery.first_success(rows, 100) == 3.0  # 103: the first success after 100, not 95
+    assert recovery.drained(rows, 100) == 30.25  # every task made by 100 ended by 130.25
+    assert recovery.drained([timed("succeeded", 90, 95)], 100) == 0.0  # nothing was left waiting
+    assert recovery.drained([*rows, timed("queued", 99, None)], 100) is None  # one never ended
+    assert recovery.first_success([timed("succeeded", 90, 95)], 100) is None
+
+
+def test_answers_are_counted_in_the_window_and_a_500_or_a_bare_503_is_a_finding() -> None:
+    heard = [Heard(1.0, 201, False), Heard(2.0, 0, False), Heard(2.5, 503, True), Heard(3.0, 503, True),
+             Heard(9.0, 200, False)]
+    assert recovery.answers_between(heard, 2.0, 3.0) == {"503": 2, recovery.NO_ANSWER: 1}
+    assert recovery.answer_findings(heard) == []
+    bad = [*heard, Heard(4.0, 500, False), Heard(5.0, 503, False), Heard(6.0, 502, False)]
+    assert recovery.answer_findings(bad) == ["1 request(s) answered 500",
+                                             "1 request(s) answered 503 without Retry-After"]
+
+
+def test_the_service_fault_table_reports_recovery_and_alerts(tmp_path) -> None:
+    site = results.SiteChaos(slug="alpha", accounts=4, in_flight=3, tasks=10, succeeded=10, audit_clean=True)
+    done = [outages.OutageDone(kind="broker-empty", down=2.0, started_at=1.0, back_at=9.0, first_success_s=1.5,
+                               drained_s=74.0, answers={"201": 3, "503": 2}, alerts_fired=["TaskBacklogOld@alpha"]),
+            outages.OutageDone(kind="s3-kill", down=3.0, error="EmbeddedError: s3 did not start")]
+    report = results.ChaosReport(ok=False, seed=3, seconds=60, started_at="s", finished_at="f", sites=[site], plan=[],
+                                 outage_plan=outages.plan(3), outages=done, alert_rules="2 rule file(s)",
+                                 alerts_never_fired=["DeadLetters"], load_seconds=250.0)
+    text = results.write(tmp_path, report)
+    assert msgspec.json.decode((tmp_path / "chaos.json").read_bytes(), type=results.ChaosReport) == report
+    assert "service-fault campaign, seed 3, 250 s of load: FAIL" in text
+    line = next(line for line in text.splitlines() if line.strip().startswith("broker-empty"))
+    assert "1.5 s" in line and "74.0 s" in line and "201: 3, 503: 2" in line
+    assert "alerts fired: TaskBacklogOld@alpha; all resolved" in text
+    assert "error: EmbeddedError" in text and "alert rules no fault fired: DeadLetters" in text
+    assert "never" in next(line for line in text.splitlines() if line.strip().startswith("s3-kill"))
+
+
+def test_prometheus_scrapes_each_site_with_its_token_and_loads_each_distinct_rules_file(tmp_path) -> None:
+    sites = []
+    for slug, rules in (("alpha", "groups: []\n"), ("bravo", "groups: []\n"), ("charlie", None), ("delta", "x\n")):
+        folder = tmp_path / slug
+        if rules is not None:
+            (folder / "prometheus").mkdir(parents=True)
+            (folder / "prometheus" / "alerts.yml").write_text(rules)
+        sites.append(SiteRecord(slug=slug, name=slug, base_url="", upstream_url=f"http://127.0.0.1:40{len(sites)}",
+                                origin="", cookie_name="", database_url="", broker_url="", broker_namespace="",
+                                task_queue="", dead_queue="", s3_endpoint_url="", bucket="", object_prefix="",
+                                site_dir=str(folder), venv_python=""))
+    tokens = {site.slug: tmp_path / f"{site.slug}.token" for site in sites}
+    config = prometheus.config(sites, tokens)
+    assert config["rule_files"] == [str(tmp_path / "alpha" / "prometheus" / "alerts.yml"),
+                                    str(tmp_path / "delta" / "prometheus" / "alerts.yml")]  # bravo's is alpha's
+    jobs = {job["job_name"]: job for job in config["scrape_configs"]}
+    assert jobs["charlie"]["static_configs"] == [{"targets": ["127.0.0.1:402"]}]
+    assert jobs["charlie"]["authorization"] == {"type": "Bearer", "credentials_file": str(tokens["charlie"])}
+    assert config["global"]["scrape_interval"] == config["global"]["evaluation_interval"] == "1s"
+
+
+def test_a_5xx_but_503_anywhere_on_the_site_during_the_campaign_is_found_in_its_own_histogram() -> None:
+    before = recovery.server_errors(
+        '# HELP x\n'
+        'sitekit_http_request_duration_seconds_count{method="GET",route="/metrics",status="503"} 2.0\n'
+        'sitekit_http_request_duration_seconds_count{method="POST",route="/api/files",status="500"} 1.0\n'
+        'sitekit_http_request_duration_seconds_count{method="GET",route="/api/tasks",status="200"} 90.0\n'
+        'sitekit_http_request_duration_seconds_sum{method="POST",route="/api/files",status="500"} 1.5\n')
+    assert before == {"GET /metrics 503": 2.0, "POST /api/files 500": 1.0}
+    after = {**before, "GET /metrics 503": 40.0, "GET /api/files/{file_id}/content 500": 3.0}
+    assert recovery.new_server_errors(before, after) == ["GET /api/files/{file_id}/content answered 500 3 time(s)"]
+    assert recovery.new_server_errors(before, before) == []

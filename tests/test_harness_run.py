@@ -11,6 +11,7 @@ import pytest
 
 from harness import KIT_ROOT
 from harness.services import embedded
+from harness.verify import SERVICE_FAULTS
 
 
 @pytest.mark.slow
@@ -50,6 +51,13 @@ def test_verify_two_sites(tmp_path: Path) -> None:
     assert chaos["sites"][0]["tasks"] > 0 and chaos["sites"][0]["findings"] == []
     assert any(kill["at"] is not None for kill in chaos["sites"][0]["kills"])
     assert json.loads((state / "chaos.json").read_text()) == chaos
+    # Then the short service-fault campaign: each server faulted once, the site recovered on its own.
+    outages = report["services_chaos"]
+    assert outages["ok"] is True, outages
+    assert sorted(done["kind"] for done in outages["outages"]) == sorted(SERVICE_FAULTS)
+    assert all(done["first_success_s"] is not None and done["drained_s"] is not None for done in outages["outages"])
+    assert outages["sites"][0]["findings"] == [] and outages["sites"][0]["audit_clean"] is True
+    assert json.loads((state / "chaos-services.json").read_text()) == outages
 
     # Everything the run started is gone: site processes and embedded servers.
     final = json.loads((state / "sites.down.json").read_text())

@@ -36,6 +36,8 @@ class TaskRow(msgspec.Struct, frozen=True):
     max_attempts: int
     attempt_rows: int
     succeeded_attempts: int
+    created_at: float = 0.0  # seconds since the epoch, the database's clock
+    finished_at: float | None = None
 
 
 class Outcome(msgspec.Struct):

@@ -18,7 +18,8 @@ from .load import GATEWAY_ERRORS, Account, Submitted, retry_after, submit_body
 ROWS = """
 SELECT t.id::text, t.request_key::text, t.status, t.error_code, t.attempt_count, t.max_attempts,
        (SELECT count(*) FROM task_attempt a WHERE a.task_id = t.id) AS attempt_rows,
-       (SELECT count(*) FROM task_attempt a WHERE a.task_id = t.id AND a.outcome = 'succeeded') AS succeeded_attempts
+       (SELECT count(*) FROM task_attempt a WHERE a.task_id = t.id AND a.outcome = 'succeeded') AS succeeded_attempts,
+       extract(epoch FROM t.created_at)::float8 AS created_at, extract(epoch FROM t.finished_at)::float8 AS finished_at
 FROM task t
 WHERE t.owner_id = ANY($1)
 """

@@ -17,6 +17,7 @@ import secrets
 import time
 import uuid
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import httpx
 
@@ -59,6 +60,14 @@ class Submitted:
     lost: int = 0  # sends that got no answer
 
 
+class Heard(NamedTuple):
+    """One answer a client got (``status`` 0: none, the connection refused or cut), when (wall clock)."""
+
+    at: float
+    status: int
+    retry_after: bool  # the answer said when to come back
+
+
 @dataclass
 class Account:
     site: SiteRecord
@@ -69,6 +78,14 @@ class Account:
     # the documented word-count processor, where the site deploys it: a third of the load is mixed in
     counts: bool = False
     submitted: list[Submitted] = field(default_factory=list)
+    heard: list[Heard] = field(default_factory=list)  # every answer of a submit, a poll or a download, in order
+    downloads: bool = False  # download each result as its task succeeds (storage read under the load)
+
+    def hear(self, response: httpx.Response | None) -> None:
+        if response is None:
+            self.heard.append(Heard(time.time(), 0, False))
+        else:
+            self.heard.append(Heard(time.time(), response.status_code, "retry-after" in response.headers))
 
     def next_request(self) -> Submitted:
         file_id, data = self.rng.choice(self.inputs)
@@ -144,6 +161,7 @@ async def _send_until_answered(account: Account, request: Submitted, stats: Load
             response, cut = None, not isinstance(error, httpx.ConnectError | httpx.ConnectTimeout)
         else:
             cut = False  # the proxy cannot tell us whether the site refused the connection or cut it
+        account.hear(response)
         if response is None or response.status_code in GATEWAY_ERRORS:
             request.lost += 1
             stats.resends += 1
@@ -182,21 +200,37 @@ async def poll(account: Account, active: dict[str, Submitted], findings: list[st
         try:
             response = await account.http.get(f"/api/tasks/{task_id}")
         except httpx.TransportError:
+            account.hear(None)
             return
+        account.hear(response)
         if response.status_code in GATEWAY_ERRORS:
             return
         if response.status_code == 200:
-            if response.json()["status"] in TERMINAL:
+            task = response.json()
+            if task["status"] in TERMINAL:
                 del active[task_id]
+                if account.downloads and task["result"] is not None:
+                    await _download(account, task["result"]["fileId"])
         elif response.status_code not in (429, 503):
             findings.append(f"task {task_id}: detail answered {response.status_code} {_error_code(response)}")
             del active[task_id]
 
 
-async def run_account(account: Account, target: int, until: float, stats: LoadStats, findings: list[str]) -> None:
-    """Until ``until`` (monotonic): keep ``target`` tasks active; a submit under way is answered first."""
+async def _download(account: Account, file_id: str) -> None:
+    """One read of a result; its answer is only heard (the campaign checks every result's bytes at the end)."""
+    try:
+        response = await account.http.get(f"/api/files/{file_id}/content")
+    except httpx.TransportError:
+        response = None
+    account.hear(response)
+
+
+async def run_account(account: Account, target: int, until: float, stats: LoadStats, findings: list[str],
+                      stop: asyncio.Event | None = None) -> None:
+    """Until ``until`` (monotonic) or ``stop``: keep ``target`` tasks active; a submit under way is answered
+    first."""
     active: dict[str, Submitted] = {}
-    while time.monotonic() < until:
+    while time.monotonic() < until and not (stop and stop.is_set()):
         if len(active) < target:
             request = account.next_request()
             stats.submits += 1

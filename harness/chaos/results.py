@@ -6,6 +6,7 @@ from pathlib import Path
 
 import msgspec
 
+from .outages import Outage, OutageDone
 from .schedule import Kill
 
 
@@ -70,11 +71,45 @@ class ChaosReport(msgspec.Struct):
     sites: list[SiteChaos]
     plan: list[Kill]
     failure: str | None = None
+    # chaos --services: the service faults planned and carried out, and what Prometheus saw
+    outage_plan: list[Outage] = msgspec.field(default_factory=list)
+    outages: list[OutageDone] = msgspec.field(default_factory=list)
+    alert_rules: str | None = None  # "N rule file(s)", "no rules", or why Prometheus did not run
+    alerts_never_fired: list[str] = msgspec.field(default_factory=list)  # rules loaded that no fault fired
+    load_seconds: float = 0.0  # how long the load lasted (the faults and their recoveries set it)
+
+
+def _seconds(value: float | None) -> str:
+    return "never" if value is None else f"{value:.1f} s"
+
+
+def outage_lines(report: ChaosReport) -> list[str]:
+    """The campaign table of the service faults: one line per fault, its answers and alerts below it."""
+    if not report.outages:
+        return []
+    lines = [f"  service faults (alert rules: {report.alert_rules or '?'}):",
+             "    fault           down    back->first success  back->drained  answers during it"]
+    for done in report.outages:
+        answers = ", ".join(f"{status}: {count}" for status, count in done.answers.items()) or "none"
+        lines.append(f"    {done.kind:<15} {done.down:5.1f} s {_seconds(done.first_success_s):>20}  "
+                     f"{_seconds(done.drained_s):>13}  {answers}")
+        if done.error:
+            lines.append(f"      error: {done.error}")
+        if report.alert_rules and report.alert_rules.endswith("file(s)"):
+            resolved = "all resolved" if not done.alerts_unresolved else \
+                f"NOT resolved: {', '.join(done.alerts_unresolved)}"
+            lines.append(f"      alerts fired: {', '.join(done.alerts_fired) or 'none'}"
+                         + (f"; {resolved}" if done.alerts_fired else ""))
+    if report.alerts_never_fired:
+        lines.append(f"    alert rules no fault fired: {', '.join(report.alerts_never_fired)}")
+    return lines
 
 
 def summary(report: ChaosReport) -> str:
+    what = "service-fault campaign" if report.outage_plan else "fault campaign"
     lines = [
-        f"fault campaign, seed {report.seed}, {report.seconds:g} s of load: {'PASS' if report.ok else 'FAIL'}",
+        f"{what}, seed {report.seed}, {report.load_seconds or report.seconds:g} s of load: "
+        f"{'PASS' if report.ok else 'FAIL'}",
         "  site        tasks  succeeded  failed  kills worker/web  re-executions  lost responses  audit",
     ]
     for site in report.sites:
@@ -99,12 +134,13 @@ def summary(report: ChaosReport) -> str:
             lines.append(f"    maintenance: {moved}")
         lines.append(f"    findings: {len(site.findings) or 'none'}")
         lines += [f"      {finding}"[:300] for finding in site.findings[:30]]
+    lines += outage_lines(report)
     if report.failure:
         lines.append(f"  failure: {report.failure}")
     return "\n".join(lines) + "\n"
 
 
-def write(state_dir: Path, report: ChaosReport) -> str:
-    """``chaos.json`` in the state folder; returns the summary."""
-    (Path(state_dir) / "chaos.json").write_bytes(msgspec.json.format(msgspec.json.encode(report), indent=2))
+def write(state_dir: Path, report: ChaosReport, name: str = "chaos.json") -> str:
+    """``name`` in the state folder; returns the summary."""
+    (Path(state_dir) / name).write_bytes(msgspec.json.format(msgspec.json.encode(report), indent=2))
     return summary(report)

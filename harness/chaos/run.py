@@ -66,7 +66,7 @@ async def _load_phase(state_dir: Path, sites: list[Site], kills: list[schedule.K
             await asyncio.gather(*crons)
 
 
-def _revive(state_dir: Path, site: Site) -> None:
+def revive(state_dir: Path, site: Site) -> None:
     """Every process of the site runs again (a restart that failed during the load is retried once)."""
     record = next(r for r in state.load(state_dir).sites if r.slug == site.record.slug)
     for role in stand.ROLES:
@@ -76,7 +76,7 @@ def _revive(state_dir: Path, site: Site) -> None:
                 control.restart(state_dir, record.slug, role, index)
 
 
-def _tally(report: SiteChaos, rows: list[checks.TaskRow]) -> None:
+def tally(report: SiteChaos, rows: list[checks.TaskRow]) -> None:
     report.tasks = len(rows)
     for row in rows:
         if row.status == "succeeded":
@@ -95,7 +95,7 @@ async def _settle_and_check(state_dir: Path, site: Site) -> None:
     settled = await settle.settle(site.record, site.maintainer, site.owners)
     report.settle_rounds, report.settle_seconds = settled.rounds, settled.seconds
     outcomes, rows = await gather.outcomes(site.record, site.accounts)
-    _tally(report, rows)
+    tally(report, rows)
     sent = {request.request_key for account in site.accounts for request in account.submitted}
     report.findings += checks.findings(outcomes, rows, sent)
     if settled.unpublished_left:
@@ -128,7 +128,7 @@ async def _campaign(state_dir: Path, records: list[SiteRecord], kills: list[sche
                            f"{len(kills)} kills planned"):
             await _load_phase(state_dir, sites, kills, seconds)
             for site in sites:
-                await asyncio.to_thread(_revive, state_dir, site)
+                await asyncio.to_thread(revive, state_dir, site)
         with progress.step("chaos: settling and checking"):
             await asyncio.gather(*(_settle_and_check(state_dir, site) for site in sites))
     finally:
@@ -168,9 +168,11 @@ def campaign(state_dir: Path, slugs: list[str], seconds: float, seed: int) -> Ch
 
 
 def chaos(state_dir: Path, sites: int, seconds: float, seed: int, *, keep: bool,
-          counts: ProcessCounts) -> tuple[bool, str]:
-    """Stand ``sites`` sites up (or use the live run in ``state_dir``), run a campaign, take them down
-    again unless ``keep`` (a run that was already up stays up). Writes chaos.json; returns (ok, summary)."""
+          counts: ProcessCounts, services: bool = False,
+          faults: tuple[str, ...] | None = None) -> tuple[bool, str]:
+    """Stand ``sites`` sites up (or use the live run in ``state_dir``), run a campaign (``services``: of
+    service faults, outage_run.py; ``faults``: only those kinds), take them down again unless ``keep``
+    (a run that was already up stays up). Writes chaos.json; returns (ok, summary)."""
     state_dir = Path(state_dir).resolve()
     live = state.sites_path(state_dir).exists()
     report: ChaosReport | None = None
@@ -179,7 +181,12 @@ def chaos(state_dir: Path, sites: int, seconds: float, seed: int, *, keep: bool,
         if not live:
             stand.up(state_dir, sites, counts=counts)
         slugs = [record.slug for record in state.load(state_dir).sites[:sites]]
-        report = campaign(state_dir, slugs, seconds, seed)
+        if services:
+            from .outage_run import campaign as service_campaign  # it imports this module
+
+            report = service_campaign(state_dir, slugs, seconds, seed, *([faults] if faults else []))
+        else:
+            report = campaign(state_dir, slugs, seconds, seed)
     except Exception as error:
         log.exception("chaos: standing the sites up failed")
         report = ChaosReport(ok=False, seed=seed, seconds=seconds, started_at=now(), finished_at=now(), sites=[],

@@ -512,10 +512,11 @@ def start_s3(state_dir: Path, *, port: int | None = None) -> RunningS3:
     return RunningS3("s3", process.pid, f"http://127.0.0.1:{chosen}", chosen, str(log), str(data_dir), key_id, secret)
 
 
-def stop_s3(pid: int) -> None:
-    """Stop the server; then remove the Unix sockets `weed` leaves in /tmp, named after its own ports
-    (``/tmp/seaweedfs-filer-<port>.sock``, ``/tmp/seaweedfs-s3-grpc-<port>.sock``, ...). They stay in
-    /tmp: a socket path under a deep state folder would pass the 108 bytes a Unix socket may have."""
+def stop_s3(pid: int, sig: int = signal.SIGTERM) -> None:
+    """Stop the server (``sig``: SIGKILL kills it outright); then remove the Unix sockets `weed` leaves
+    in /tmp, named after its own ports (``/tmp/seaweedfs-filer-<port>.sock``,
+    ``/tmp/seaweedfs-s3-grpc-<port>.sock``, ...). They stay in /tmp: a socket path under a deep state
+    folder would pass the 108 bytes a Unix socket may have."""
     try:
         argv = Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
     except OSError:
@@ -527,7 +528,7 @@ def stop_s3(pid: int) -> None:
         path = Path(f"/tmp/seaweedfs-{role}{kind.replace('.', '-')}-{port}.sock")
         if port.isdigit() and kind in ("", ".grpc") and path.exists():
             sockets[path] = path.stat().st_ino
-    stop_process(pid, signal.SIGTERM, S3_STOP_GRACE)
+    stop_process(pid, sig, S3_STOP_GRACE)
     for path, inode in sockets.items():
         # Only the socket this server made: another server may have taken the port since.
         with contextlib.suppress(OSError):

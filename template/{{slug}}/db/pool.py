@@ -30,6 +30,10 @@ UNAVAILABLE_ERRORS: tuple[type[BaseException], ...] = (
     asyncpg.exceptions.PostgresConnectionError,  # connection does not exist, failed, rejected
     asyncpg.exceptions.TooManyConnectionsError,
     asyncpg.exceptions.InterfaceError,
+    # A connection the server dropped mid-statement (its postmaster killed) that asyncpg has not marked
+    # closed yet: the next statement on it is refused with "cannot switch to state …; another operation
+    # is in progress" (tests/test_database_crash.py).
+    asyncpg.exceptions.InternalClientError,
     OSError,
     TimeoutError,
 )

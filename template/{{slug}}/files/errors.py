@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from ..errors import SiteError
 
 
@@ -84,6 +86,10 @@ class StorageUnavailable(FileError):
     code = "STORAGE_UNAVAILABLE"
     status = 503
     default_message = "File storage is temporarily unavailable. Please try again."
+    retry_after_seconds: ClassVar[int] = 5
+
+    def headers(self) -> dict[str, str]:
+        return {"Retry-After": str(self.retry_after_seconds)}
 
 
 class FilesDisabled(FileError):
