@@ -7,6 +7,7 @@ from uuid import UUID
 
 import msgspec
 from litestar import Controller, Request, Response, delete, get, post
+from litestar.background_tasks import BackgroundTask
 from litestar.params import JSONBody
 from litestar.status_codes import HTTP_200_OK, HTTP_201_CREATED, HTTP_204_NO_CONTENT
 
@@ -14,8 +15,10 @@ from ..db.pool import transaction
 from ..errors import EmailTaken, RateLimited, Unauthenticated
 from ..files import store as files
 from ..files.errors import StorageUnavailable
+from ..links.flows import verification_mail
+from ..mail.messages import notify
 from ..settings import Settings
-from ..web.dependencies import CurrentAccount, DbPool, ObjectsIfAny, SiteSettings, client_address
+from ..web.dependencies import CurrentAccount, DbPool, ObjectsIfAny, QueueIfAny, SiteSettings, client_address
 from ..web.guards import ACCOUNT_GUARDS
 from ..web.openapi import JSON_BODY, MUTATION, SIGNED_IN, answers
 from .accounts import (
@@ -27,6 +30,7 @@ from .accounts import (
     change_password,
     check_password,
     delete_account,
+    email_verified,
     lock,
     login_email,
     normalise_email,
@@ -42,6 +46,12 @@ log = logging.getLogger(__name__)
 class AccountOut(msgspec.Struct, frozen=True):
     id: UUID
     email: str
+
+
+class MeOut(msgspec.Struct, rename="camel", frozen=True):
+    id: UUID
+    email: str
+    email_verified: bool  # the address was proven by a mailed link (required first with [auth] verify_email)
 
 
 def _session_cookie(response: Response, settings: Settings, token: str, max_age: int) -> None:
@@ -75,9 +85,10 @@ class AuthController(Controller):
     tags = ["auth"]
 
     @post("/register", status_code=HTTP_201_CREATED, responses=answers(*MUTATION, *JSON_BODY, EmailTaken, RateLimited))
-    async def register(self, request: Request, data: JSONBody[Registration], pool: DbPool,
+    async def register(self, request: Request, data: JSONBody[Registration], pool: DbPool, queue: QueueIfAny,
                        settings: SiteSettings) -> Response[AccountOut]:
-        """Create a personal account and sign it in. Throttled per client address."""
+        """Create a personal account and sign it in. Throttled per client address. With [auth] verify_email
+        its address gets a verification link."""
         email = normalise_email(data.email)
         async with pool.acquire() as conn:
             await count_registration(conn, settings, client_address(request))
@@ -86,7 +97,10 @@ class AuthController(Controller):
         async with transaction(pool) as conn:
             account = await register(conn, email, password_hash)
             token = await start_session(conn, settings, account.id)
-        return _with_session(settings, account, token, HTTP_201_CREATED)
+            mail_id = await verification_mail(conn, settings, account) if settings.policy.auth.verify_email else None
+        response = _with_session(settings, account, token, HTTP_201_CREATED)
+        response.background = BackgroundTask(notify, queue, mail_id)
+        return response
 
     @post("/login", status_code=HTTP_200_OK, responses=answers(*MUTATION, *JSON_BODY, Unauthenticated, RateLimited))
     async def login(self, request: Request, data: JSONBody[Credentials], pool: DbPool,
@@ -115,9 +129,9 @@ class MeController(Controller):
     guards = ACCOUNT_GUARDS
 
     @get("/", responses=answers(*SIGNED_IN))
-    async def me(self, account: CurrentAccount) -> AccountOut:
+    async def me(self, account: CurrentAccount, pool: DbPool) -> MeOut:
         """The signed-in account."""
-        return AccountOut(id=account.id, email=account.email)
+        return MeOut(id=account.id, email=account.email, email_verified=await email_verified(pool, account.id))
 
     @post("/password", status_code=HTTP_200_OK, responses=answers(*SIGNED_IN, *MUTATION, *JSON_BODY))
     async def change_password(self, request: Request, data: JSONBody[PasswordChange], account: CurrentAccount,
