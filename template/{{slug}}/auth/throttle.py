@@ -66,7 +66,7 @@ async def count_reset(conn: asyncpg.Connection, settings: Settings, email: str, 
     policy = settings.policy.auth
     limits = [(_email_key(settings, "reset", email), policy.reset_mails_per_email)]
     if client := ratelimits.client_key(address):
-        limits.append((f"reset-from:{client}", policy.reset_mails_per_address))
+        limits.append((f"resetclient:{client}", policy.reset_mails_per_address))
     for key, limit in limits:
         if wait := await ratelimits.take(conn, key, WINDOW_SECONDS, limit):
             raise RateLimited("Too many reset requests. Please wait and try again.", wait)
@@ -83,6 +83,6 @@ async def count_link_use(conn: asyncpg.Connection, settings: Settings, address: 
     """Count a mailed link followed (reset, verification, email change) from the client, within its
     sign-in limit: a token cannot be guessed, but each try costs the site a lookup (a reset: a hash)."""
     if (client := ratelimits.client_key(address)) and (
-            wait := await ratelimits.take(conn, f"links-from:{client}", WINDOW_SECONDS,
+            wait := await ratelimits.take(conn, f"linkclient:{client}", WINDOW_SECONDS,
                                           settings.policy.auth.login_attempts_per_address)):
         raise RateLimited("Too many links followed. Please wait and try again.", wait)

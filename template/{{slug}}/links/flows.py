@@ -6,7 +6,7 @@ token does), and the caller asks the worker to send it once that committed (``ma
 
 from __future__ import annotations
 
-from uuid import UUID
+from uuid import UUID, uuid4
 
 import asyncpg
 
@@ -26,18 +26,21 @@ def mask(email: str) -> str:
     return f"{local[:1]}…@{domain}"
 
 
-async def request_reset(pool: asyncpg.Pool, settings: Settings, email: str, address: str | None) -> UUID | None:
-    """A reset link for ``email`` (normalised) if an account has it; the outbox row's id, else None.
+async def request_reset(pool: asyncpg.Pool, settings: Settings, email: str, address: str | None) -> UUID:
+    """A reset link for ``email`` (normalised) if an account has it; the id the worker is asked to send.
 
     Known and unknown addresses take the same path: the same throttles (keyed by the address either
-    way), the same statements (which write nothing without an account), the same answer."""
+    way), the same statements (which write nothing without an account), the same message to the
+    worker — for an unknown address a fresh id that names no row, which the worker's claim finds
+    nothing for, as for a mail already sent — and the same answer."""
     async with pool.acquire() as conn:  # counted on its own: a refused request still counts
         await count_reset(conn, settings, email, address)
     async with transaction(pool) as conn:
         account_id = await accounts.id_for_email(conn, email)
         seed = await tokens.issue(conn, settings, account_id, "reset", email)
-        return await outbox.enqueue(conn, account_id, email, "reset", seed,
-                                    {"ttlMinutes": settings.policy.auth.reset_ttl_minutes})
+        mail_id = await outbox.enqueue(conn, account_id, email, "reset", seed,
+                                       {"ttlMinutes": settings.policy.auth.reset_ttl_minutes})
+    return mail_id or uuid4()
 
 
 async def confirm_reset(pool: asyncpg.Pool, settings: Settings, token: str, password: str) -> None:

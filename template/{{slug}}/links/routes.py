@@ -7,7 +7,7 @@ waits on the broker: a reset for an unknown address answers exactly like one for
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 import msgspec
 from litestar import Controller, Request, Response, post
@@ -47,8 +47,14 @@ class EmailChange(msgspec.Struct, rename="camel", forbid_unknown_fields=True, fr
     password: Annotated[str, Meta(max_length=256)]
 
 
-def _accepted(queue, mail_id) -> Response[None]:
-    return Response(None, status_code=HTTP_202_ACCEPTED, background=BackgroundTask(notify, queue, mail_id))
+class Accepted(msgspec.Struct, frozen=True):
+    """Taken: a mail goes out if there is one to send (the answer never says whether there is)."""
+
+    status: Literal["accepted"] = "accepted"
+
+
+def _accepted(queue, mail_id) -> Response[Accepted]:
+    return Response(Accepted(), status_code=HTTP_202_ACCEPTED, background=BackgroundTask(notify, queue, mail_id))
 
 
 class LinksController(Controller):
@@ -57,7 +63,7 @@ class LinksController(Controller):
 
     @post("/reset", status_code=HTTP_202_ACCEPTED, responses=answers(*MUTATION, *JSON_BODY, RateLimited))
     async def request_reset(self, request: Request, data: JSONBody[ResetRequest], pool: DbPool, queue: QueueIfAny,
-                            settings: SiteSettings) -> Response[None]:
+                            settings: SiteSettings) -> Response[Accepted]:
         """Mail a password reset link to the address if an account has it. The answer is the same either
         way (202); throttled per address asked for and per client."""
         mail_id = await flows.request_reset(pool, settings, login_email(data.email), client_address(request))
@@ -85,7 +91,7 @@ class LinksController(Controller):
     @post("/verify/resend", status_code=HTTP_202_ACCEPTED, guards=ACCOUNT_GUARDS,
           responses=answers(*SIGNED_IN, *MUTATION))
     async def resend_verification(self, account: CurrentAccount, pool: DbPool, queue: QueueIfAny,
-                                  settings: SiteSettings) -> Response[None]:
+                                  settings: SiteSettings) -> Response[Accepted]:
         """Mail a new verification link to the signed-in account's address (nothing when it is proven
         already); throttled per account."""
         return _accepted(queue, await flows.resend_verification(pool, settings, account))
@@ -108,7 +114,7 @@ class EmailChangeController(Controller):
 
     @post("/", status_code=HTTP_202_ACCEPTED, responses=answers(*SIGNED_IN, *MUTATION, *JSON_BODY, Unauthenticated))
     async def change_email(self, request: Request, data: JSONBody[EmailChange], account: CurrentAccount,
-                           pool: DbPool, queue: QueueIfAny, settings: SiteSettings) -> Response[None]:
+                           pool: DbPool, queue: QueueIfAny, settings: SiteSettings) -> Response[Accepted]:
         """Ask to move the account to ``newEmail`` (the password confirms it is the owner): the new address
         gets a link, and the change takes effect when it is followed."""
         new_email = normalise_email(data.new_email)

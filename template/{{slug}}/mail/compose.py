@@ -4,10 +4,10 @@ only, no images or anything else a mail client would fetch from elsewhere."""
 from __future__ import annotations
 
 import html
+from datetime import UTC, datetime
 from email.headerregistry import Address
 from email.message import EmailMessage
 from email.utils import format_datetime
-from datetime import UTC, datetime
 from uuid import UUID
 
 import msgspec

@@ -67,7 +67,8 @@ class TasksController(Controller):
     tags = ["tasks"]
     guards = ACCOUNT_GUARDS
 
-    @post("/", status_code=HTTP_201_CREATED, guards=[email_verified, execution_available], opt={COUNTS_ITS_OWN_REQUESTS: True},
+    @post("/", status_code=HTTP_201_CREATED, guards=[email_verified, execution_available],
+          opt={COUNTS_ITS_OWN_REQUESTS: True},
           responses={200: ResponseSpec(TaskOut, description="The task this requestKey already started (nothing new)."),
                      **answers(*SIGNED_IN, *MUTATION, *JSON_BODY, *EXECUTION, CaptchaFailed, FileNotFound,
                                TaskRejected, RequestConflict, ActiveLimit, InsufficientCredits)})
