@@ -79,7 +79,8 @@ def upload_route(policy: FilesPolicy):
           guards=[*ACCOUNT_GUARDS, email_verified, files_enabled, storage_configured],
           request_max_body_size=policy.max_file_bytes + MULTIPART_OVERHEAD, operation_class=upload_operation(policy),
           responses=answers(*SIGNED_IN, *MUTATION, EmailUnverified, FilesDisabled, FilesNotConfigured, FileRejected,
-                            FileTooLarge, PayloadTooLarge, QuotaExceeded, UploadsBusy, UploadTooSlow, StorageUnavailable))
+                            FileTooLarge, PayloadTooLarge, QuotaExceeded, UploadsBusy, UploadTooSlow,
+                            StorageUnavailable))
     async def upload_file(request: Request, account: CurrentAccount, pool: DbPool, objects: Objects,
                           name: Annotated[str | None, QueryParameter(max_length=NAME_QUERY_CHARS)] = None) -> FileOut:
         """Store a file: raw body (``?name=`` + Content-Type) or a multipart form (field ``file``)."""
