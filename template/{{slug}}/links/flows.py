@@ -33,9 +33,11 @@ async def request_reset(pool: asyncpg.Pool, settings: Settings, email: str, addr
     way), the same statements (which write nothing without an account), the same message to the
     worker — for an unknown address a fresh id that names no row, which the worker's claim finds
     nothing for, as for a mail already sent — and the same answer."""
-    async with pool.acquire() as conn:  # counted on its own: a refused request still counts
-        await count_reset(conn, settings, email, address)
+    # One transaction, the counts in it: both paths then commit writes (a commit that wrote nothing
+    # needs no flush of the log, and would answer measurably faster for an unknown address). A refused
+    # request rolls back the counts of the limits before it: what one limit refuses counts toward none.
     async with transaction(pool) as conn:
+        await count_reset(conn, settings, email, address)
         account_id = await accounts.id_for_email(conn, email)
         seed = await tokens.issue(conn, settings, account_id, "reset", email)
         mail_id = await outbox.enqueue(conn, account_id, email, "reset", seed,
