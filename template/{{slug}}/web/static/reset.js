@@ -5,11 +5,19 @@
   const request = document.getElementById("reset-request");
   const confirm = document.getElementById("reset-confirm");
   const message = document.getElementById("reset-message");
-  const token = new URLSearchParams(window.location.hash.slice(1)).get("token");
-  if (token) {
+  let token = null;
+  // On load, and when a link is opened in a tab already on this page (only the fragment changes:
+  // the page is not loaded again).
+  function readToken() {
+    const found = new URLSearchParams(window.location.hash.slice(1)).get("token");
+    if (!found) {
+      return;
+    }
+    token = found;
     window.history.replaceState(null, "", window.location.pathname);
     request.hidden = true;
     confirm.hidden = false;
+    say("");
   }
 
   function say(text, error) {
@@ -27,6 +35,9 @@
     const payload = response.ok ? null : await response.json().catch(() => null);
     return { ok: response.ok, message: payload && payload.error && payload.error.message };
   }
+
+  readToken();
+  window.addEventListener("hashchange", readToken);
 
   request.addEventListener("submit", async (event) => {
     event.preventDefault();

@@ -5,9 +5,6 @@
 (function () {
   const message = document.getElementById("verify-message");
   const resend = document.getElementById("verify-resend");
-  const fragment = new URLSearchParams(window.location.hash.slice(1));
-  const verify = fragment.get("token");
-  const change = fragment.get("change");
 
   function say(text, error) {
     message.textContent = text;
@@ -39,11 +36,20 @@
     }
   }
 
-  if (verify) {
-    confirm("/api/auth/verify/confirm", verify, "Your email address is confirmed.");
-  } else if (change) {
-    confirm("/api/auth/email/confirm", change, "Your account now uses this email address.");
+  // On load, and when a link is opened in a tab already on this page (only the fragment changes:
+  // the page is not loaded again).
+  function readLink() {
+    const fragment = new URLSearchParams(window.location.hash.slice(1));
+    const verify = fragment.get("token");
+    const change = fragment.get("change");
+    if (verify) {
+      confirm("/api/auth/verify/confirm", verify, "Your email address is confirmed.");
+    } else if (change) {
+      confirm("/api/auth/email/confirm", change, "Your account now uses this email address.");
+    }
   }
+  readLink();
+  window.addEventListener("hashchange", readLink);
 
   if (resend) {
     resend.addEventListener("submit", async (event) => {
