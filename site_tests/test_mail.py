@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import secrets
 
+import pytest
+
 from harness.state import SiteRecord
 
-from .client import PASSWORD, SiteClient, error_code
+from .client import PASSWORD, SiteClient, error_code, policy
 from .mailbox import link_of, messages, text_of, token_of, urls, wait_mail
 
 NEW_PASSWORD = "site tests new password 2"
@@ -40,7 +42,7 @@ def test_a_password_reset_by_mail_ends_every_session(site: SiteRecord) -> None:
         assert helper.post("/api/auth/login", json={"email": account["email"], "password": NEW_PASSWORD}
                            ).status_code == 200
         again = helper.post("/api/auth/reset/confirm", json={"token": mail_token, "password": PASSWORD})
-        assert again.status_code == 400 and error_code(again) == "TOKEN_INVALID"
+        assert again.status_code == 404 and error_code(again) == "TOKEN_INVALID"
 
 
 def test_a_reset_for_an_unknown_address_answers_alike_and_sends_nothing(site: SiteRecord) -> None:
@@ -74,6 +76,18 @@ def test_verification_and_email_change_links(site: SiteRecord) -> None:
         assert client.get("/api/me").json()["email"] == new_email
         told = wait_mail(site, account["email"], 2)  # the old address is told
         assert new_email not in text_of(told) and new_email.split("@")[1] in text_of(told)
+
+
+def test_an_unverified_account_may_not_upload_until_it_follows_its_link(site: SiteRecord) -> None:
+    if not policy(site)["auth"].get("verify_email"):
+        pytest.skip("the site does not ask for verified addresses ([auth] verify_email)")
+    with SiteClient(site) as client:
+        account = client.register()
+        refused = client.upload_raw(b"hello")
+        assert refused.status_code == 403 and error_code(refused) == "EMAIL_UNVERIFIED"
+        mail = wait_mail(site, account["email"])  # sent on registration
+        assert client.post("/api/auth/verify/confirm", json={"token": token_of(mail)}).status_code == 204
+        assert client.upload_raw(b"hello").status_code == 201
 
 
 def test_a_link_of_one_account_does_nothing_for_another(site: SiteRecord) -> None:
@@ -110,7 +124,7 @@ def test_a_link_of_one_site_means_nothing_on_another(pair: tuple[SiteRecord, Sit
             on_b.post("/api/auth/verify/confirm", json={"token": verify}),
             on_b.post("/api/auth/email/confirm", json={"token": change}),
         ]
-        assert [(r.status_code, error_code(r)) for r in answers] == [(400, "TOKEN_INVALID")] * 3
+        assert [(r.status_code, error_code(r)) for r in answers] == [(404, "TOKEN_INVALID")] * 3
         assert on_b.get("/api/me").json() == {**on_b.account, "emailVerified": False}
         on_b.cookies.clear()
         assert on_b.post("/api/auth/login", json={"email": email, "password": PASSWORD}).status_code == 200

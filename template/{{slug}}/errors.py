@@ -121,10 +121,11 @@ class EmailTaken(AuthError):
 
 class TokenInvalid(AuthError):
     """A mailed link's token that is unknown here (another site's, a mistyped one), already used,
-    expired or meant for something else: one answer for all, so none can be told apart."""
+    expired or meant for something else: one answer for all, so none can be told apart. 404, as for
+    another site's or account's id: the link names nothing here (any more)."""
 
     code = "TOKEN_INVALID"
-    status = 400
+    status = 404
     default_message = "This link is invalid or has expired. Ask for a new one."
 
 
