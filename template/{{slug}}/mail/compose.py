@@ -23,9 +23,14 @@ class Letter(msgspec.Struct, frozen=True):
     after: list[str] = msgspec.field(default_factory=list)  # paragraphs after the link
 
 
+# The kinds whose mail carries a link (the others only tell).
+LINK_KINDS: dict[str, LinkKind] = {"reset": "reset", "verify": "verify", "email_change": "email_change"}
+
+
 def letter(kind: str, site_name: str, origin: str, token: str | None, params: dict) -> Letter:
-    if kind in ("reset", "verify", "email_change"):
-        assert token is not None, f"a {kind} mail carries a link"
+    if kind in LINK_KINDS:
+        if token is None:
+            raise ValueError(f"a {kind} mail carries a link: its row has no token seed")
         url = link(origin, LINK_KINDS[kind], token)
     if kind == "reset":
         return Letter(
@@ -59,8 +64,6 @@ def letter(kind: str, site_name: str, origin: str, token: str | None, params: di
         )
     raise ValueError(f"unknown mail kind {kind!r}")
 
-
-LINK_KINDS: dict[str, LinkKind] = {"reset": "reset", "verify": "verify", "email_change": "email_change"}
 
 
 def _text(item: Letter, site_name: str) -> str:

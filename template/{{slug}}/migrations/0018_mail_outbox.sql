@@ -59,6 +59,9 @@ CREATE TABLE mail_outbox (
     CONSTRAINT mail_outbox_lease CHECK ((status = 'sending') = (lease_token IS NOT NULL AND lease_expires_at IS NOT NULL)),
     CONSTRAINT mail_outbox_finished CHECK ((status IN ('sent', 'failed')) = (finished_at IS NOT NULL)),
     CONSTRAINT mail_outbox_finished_seed CHECK (finished_at IS NULL OR token_seed IS NULL),
+    -- a mail with a link has its seed until it is finished; one that only tells has none
+    CONSTRAINT mail_outbox_link_seed CHECK (CASE WHEN kind = 'email_changed' THEN token_seed IS NULL
+                                                 ELSE token_seed IS NOT NULL OR finished_at IS NOT NULL END),
     CONSTRAINT mail_outbox_error_code CHECK (error_code IS NULL OR error_code ~ '^[A-Z_]{1,40}$'),
     CONSTRAINT mail_outbox_sent_clean CHECK (status <> 'sent' OR error_code IS NULL)
 );
