@@ -164,7 +164,8 @@ def start_again(state_dir: Path, record: ServiceRecord, *, empty: bool = False) 
 
 def stop_services(services: Services) -> None:
     """Stop the servers this harness started (by pid); external ones are left alone."""
-    stop_services_started([services.postgres, services.broker, services.s3, *services.s3_proxies.values()])
+    stop_services_started([services.postgres, services.broker, services.s3, *services.s3_proxies.values(),
+                           *services.smtp_sinks.values()])
 
 
 FAULT_PROXY = KIT_ROOT / "template" / "tests" / "faults.py"
@@ -181,6 +182,19 @@ def start_fault_proxy(upstream_url: str, folder: Path) -> ServiceRecord:
     embedded().wait_until(port_file.exists, 30.0, "s3 fault proxy", process)
     url = f"{parts.scheme}://127.0.0.1:{port_file.read_text().strip()}"
     return ServiceRecord(kind="s3-proxy", url=url, pid=process.pid, log=str(log_path), data_dir=str(folder))
+
+
+def start_smtp_sink(folder: Path, python: str) -> tuple[ServiceRecord, str] | None:
+    """The site's own SMTP sink on loopback (the template's mail/sink.py, run with the site's ``python``,
+    which has aiosmtpd): its record and mailbox, or None for a site whose environment cannot run it
+    (one rendered from a template older than mail)."""
+    try:
+        sink = embedded().start_smtp_sink(folder / "mail", python=python)
+    except Exception as error:
+        log.warning("no SMTP sink for %s: %s", folder.name, type(error).__name__)
+        return None
+    record = ServiceRecord(kind="smtp-sink", url=sink.url, pid=sink.pid, log=sink.log, data_dir=sink.data_dir)
+    return record, sink.mailbox
 
 
 def with_database(server_url: str, name: str) -> str:

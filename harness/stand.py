@@ -87,6 +87,10 @@ def _prepare_site(state_dir: Path, services_: state.Services, index: int, run_id
     install_log = folder / "logs" / "install.log"
     python = _timed(timings, "install_s", lambda: processes.install_site(site_dir, folder / "venv", install_log),
                     f"{slug}: install")
+    # Its own sink: a site's mails land in its own mailbox, never next to another site's.
+    sink = services.start_smtp_sink(folder, python)
+    if sink is not None:
+        services_.smtp_sinks[slug] = sink[0]
     env = processes.process_env(
         {
             # the site's own credentials, never the harness's: see harness/privilege.py
@@ -100,6 +104,7 @@ def _prepare_site(state_dir: Path, services_: state.Services, index: int, run_id
             # /metrics exists (for the Prometheus of `chaos --services`) and answers only this token's bearer
             "METRICS_TOKEN": secrets.token_urlsafe(32),
             "APP_ORIGIN": answers["origin"],
+            **({"SMTP_URL": sink[0].url} if sink is not None else {}),
         }
     )
     state.save_site_env(state_dir, slug, env)
@@ -134,6 +139,7 @@ def _prepare_site(state_dir: Path, services_: state.Services, index: int, run_id
         site_dir=str(site_dir),
         venv_python=python,
         ca_file=behind.ca_file if behind else "",
+        mailbox=sink[1] if sink is not None else "",
     )
     return record, answers, timings
 

@@ -38,6 +38,8 @@ class SiteRecord(msgspec.Struct):
     venv_python: str
     # the CA that signed the proxy's certificate (clients trust it); empty on plain http
     ca_file: str = ""
+    # the JSON-lines mailbox of the site's SMTP sink (harness/services.start_smtp_sink); empty: no sink
+    mailbox: str = ""
     pids: Pids = msgspec.field(default_factory=Pids)
     logs: dict[str, str] = msgspec.field(default_factory=dict)
 
@@ -71,6 +73,8 @@ class Services(msgspec.Struct):
     s3: S3Record
     # Per site: the fault proxy the site reaches S3 through (site_tests break and heal it).
     s3_proxies: dict[str, ServiceRecord] = msgspec.field(default_factory=dict)
+    # Per site: the SMTP sink its mail goes to (site_tests read its mailbox: SiteRecord.mailbox).
+    smtp_sinks: dict[str, ServiceRecord] = msgspec.field(default_factory=dict)
     # service ("database", "broker", "storage") -> ISOLATED or "shared: <why>"
     privilege: dict[str, str] = msgspec.field(default_factory=dict)
 

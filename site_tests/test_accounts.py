@@ -8,9 +8,11 @@ from .client import PASSWORD, SiteClient, error_code
 
 
 def me_is(client: SiteClient, account: dict) -> None:
-    """``/api/me`` is the account registered, and says (besides) that it is no operator."""
+    """``/api/me`` is the account registered, and says (besides) that it is no operator and that no
+    mailed link was followed yet."""
     me = client.get("/api/me").json()
     assert {key: me[key] for key in account} == account and me["operator"] is False
+    assert me["emailVerified"] is False
 
 
 def test_register_login_me_logout(client: SiteClient, site: SiteRecord) -> None:

@@ -15,7 +15,7 @@ import psutil
 from harness.processes import free_port
 from harness.services import embedded
 
-SERVICE_URLS = ("DATABASE_URL", "BROKER_URL", "S3_ENDPOINT_URL")
+SERVICE_URLS = ("DATABASE_URL", "BROKER_URL", "S3_ENDPOINT_URL", "SMTP_URL")
 STOP_TIMEOUT = 60.0
 
 

@@ -62,6 +62,7 @@ GOOD = [
     {"charges_enabled": True, "task_price": 1000000000},
     {"captcha_provider": "turnstile", "captcha_site_key": "0x4AAAAAAA-site_key"},
     {"captcha_provider": "turnstile", "captcha_site_key": "k" * 100},
+    {"verify_email": True},
 ]
 
 

@@ -45,7 +45,7 @@ def test_dev_started_with_sigint_ignored_serves_its_commands_and_stops_on_sigint
 
 def _serve_commands_then_stop(site_dir: Path, python: str, state: Path) -> None:
     with dev_site(site_dir, python, "zeta9", state, keep_state=True, sigint_ignored=True) as dev:
-        assert len(dev.children) >= 4  # postgres, valkey, s3, web
+        assert len(dev.children) >= 5  # postgres, valkey, s3, the smtp sink, web
         status, body = _get(f"{dev.url}/login")
         assert status == 200 and 'id="auth-form"' in body
         status, body = _get(f"{dev.url}/readyz")
@@ -61,6 +61,14 @@ def _serve_commands_then_stop(site_dir: Path, python: str, state: Path) -> None:
         audit = dev.command("audit")
         assert audit.returncode == 0, audit.stderr
         assert audit.stdout.strip() == "audit: clean"  # storage checked too: the S3 keys came with the URL
+        # Mail goes to dev's own SMTP sink, sent by its worker, and is listed at /dev/mail.
+        with _client(dev.url) as client:
+            assert client.post("/api/auth/reset", json={"email": "first@example.com"}).status_code == 202
+            deadline = time.monotonic() + 60
+            while "first@example.com" not in (listed := client.get("/dev/mail")).text:
+                assert time.monotonic() < deadline, "no mail listed at /dev/mail"
+                time.sleep(0.2)
+        assert listed.status_code == 200 and f"{dev.url}/reset#token=" in listed.text
         second = dev.command("dev", "--port", str(free_port()))
         assert second.returncode == 2
         assert f"already running (pid {dev.pid})" in second.stderr, second.stderr

@@ -34,6 +34,11 @@ def test_verify_two_sites(tmp_path: Path) -> None:
     pages = {c["name"]: c["outcome"] for c in report["tests"]["cases"] if ".test_pages::" in c["name"]}
     assert {name.rsplit("[", 1)[1] for name in pages} >= {"alpha]", "bravo]", "alpha-bravo]", "bravo-alpha]"}
     assert set(pages.values()) == {"passed"}, pages
+    # Mail went through each site's own SMTP sink: every flow and isolation scenario ran and passed.
+    mail = {c["name"]: c["outcome"] for c in report["tests"]["cases"]
+            if ".test_mail::" in c["name"] or ".test_mail_pages::" in c["name"]}
+    assert {name.rsplit("[", 1)[1] for name in mail} >= {"alpha]", "bravo]", "alpha-bravo]", "bravo-alpha]"}
+    assert set(mail.values()) == {"passed"}, mail
     assert "PASS" in (state / "summary.txt").read_text()
     # On the embedded services each site holds only its own keys, and the attacker's-seat scenarios ran
     # (a shared service would have skipped them).
@@ -63,6 +68,8 @@ def test_verify_two_sites(tmp_path: Path) -> None:
     final = json.loads((state / "sites.down.json").read_text())
     pids = [p for site in final["sites"] for role in site["pids"].values() for p in role]
     pids += [final["services"][kind]["pid"] for kind in ("postgres", "broker", "s3")]
+    pids += [sink["pid"] for sink in final["services"]["smtp_sinks"].values()]
+    assert len(final["services"]["smtp_sinks"]) == 2
     assert pids and not [p for p in pids if embedded().pid_alive(p)]
     assert not (state / "sites.json").exists()
     assert not Path(final["services"]["postgres"]["data_dir"]).exists()

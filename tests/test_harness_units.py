@@ -86,7 +86,7 @@ def test_state_round_trip(tmp_path: Path) -> None:
     assert list(raw["sites"][0]) == [
         "slug", "name", "base_url", "upstream_url", "origin", "cookie_name", "database_url", "broker_url",
         "broker_namespace", "task_queue", "dead_queue", "s3_endpoint_url", "bucket", "object_prefix", "site_dir",
-        "venv_python", "ca_file", "pids", "logs",
+        "venv_python", "ca_file", "mailbox", "pids", "logs",
     ]
     assert raw["sites"][0]["pids"] == {"web": [], "worker": []}
     assert state.load(tmp_path).sites[0] == site

@@ -3,7 +3,8 @@
 Each service without a URL in the environment is started embedded under the
 state folder, where its data survives restarts: PostgreSQL's data directory,
 Valkey's append-only file, and SeaweedFS's volumes and file index (with the
-S3 keys made for it on first use). Then migrations run, the services are
+S3 keys made for it on first use); without SMTP_URL, mail goes to an SMTP sink on
+loopback whose mailbox the page /dev/mail lists (that page exists only in `dev`). Then migrations run, the services are
 recorded for the site's other commands (``dev_services``), and the site's
 processes start as children. Ctrl-C (SIGINT) or SIGTERM stops exactly what
 this command started, by pid.
@@ -116,6 +117,11 @@ def _run(settings: Settings, args: argparse.Namespace, state: Path, stop: StopOn
                 S3_SECRET_ACCESS_KEY=s3.secret_access_key,
             )
             asyncio.run(ensure_bucket(env, settings.site.bucket))
+        if not env.get("SMTP_URL"):
+            # Mail goes to a sink on loopback, never out: its mailbox is listed at /dev/mail.
+            sink = embedded.start_smtp_sink(state / "mail")
+            started.append(("smtp-sink", sink.pid))
+            env.update(SMTP_URL=sink.url, DEV_MAILBOX=sink.mailbox)
         env.setdefault("SECRET_KEY", embedded.secret_file(state / "secret_key", 48))
         if not env.get("APP_ORIGIN") and args.port:
             env["APP_ORIGIN"] = f"http://127.0.0.1:{port}"
@@ -133,6 +139,8 @@ def _run(settings: Settings, args: argparse.Namespace, state: Path, stop: StopOn
         url = env.get("APP_ORIGIN") or settings.origin
         _wait_ready(f"http://127.0.0.1:{port}/readyz", children["web"])
         print(f"{settings.site.name} is running at {url}  (Ctrl-C stops it)", flush=True)
+        if env.get("DEV_MAILBOX"):
+            print(f"mail it sends is listed at {url}/dev/mail", flush=True)
 
         while True:
             for name, child in children.items():

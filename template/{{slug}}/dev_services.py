@@ -32,6 +32,7 @@ class DevServices(msgspec.Struct, frozen=True):
     s3_endpoint_url: str | None = None
     s3_access_key_id: str | None = None
     s3_secret_access_key: str | None = None
+    smtp_url: str | None = None
 
 
 class DevAlreadyRunning(Exception):
@@ -75,6 +76,7 @@ def record(state: Path, env: Mapping[str, str]) -> None:
         s3_endpoint_url=env.get("S3_ENDPOINT_URL"),
         s3_access_key_id=env.get("S3_ACCESS_KEY_ID"),
         s3_secret_access_key=env.get("S3_SECRET_ACCESS_KEY"),
+        smtp_url=env.get("SMTP_URL"),
     )
     staging = state / f".{RECORD}.tmp"
     fd = os.open(staging, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -115,6 +117,8 @@ def with_dev_services(environ: Mapping[str, str], state: Path) -> dict[str, str]
         env["DATABASE_URL"] = services.database_url
     if not env.get("BROKER_URL") and services.broker_url:
         env["BROKER_URL"] = services.broker_url
+    if not env.get("SMTP_URL") and services.smtp_url:
+        env["SMTP_URL"] = services.smtp_url
     if not env.get("S3_ENDPOINT_URL") and services.s3_endpoint_url:
         # the keys belong to that server: never mixed with keys meant for another
         env.update(S3_ENDPOINT_URL=services.s3_endpoint_url, S3_ACCESS_KEY_ID=services.s3_access_key_id or "",

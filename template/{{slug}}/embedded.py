@@ -392,6 +392,34 @@ def start_valkey(state_dir: Path, *, port: int | None = None) -> RunningServer:
                          str(log), str(data_dir))
 
 
+# --- SMTP sink (aiosmtpd) -------------------------------------------------------------
+
+SMTP_SINK = Path(__file__).resolve().parent / "mail" / "sink.py"
+
+
+@dataclass(frozen=True)
+class RunningSink(RunningServer):
+    mailbox: str = ""
+
+
+def start_smtp_sink(state_dir: Path, *, python: str = sys.executable) -> RunningSink:
+    """The SMTP sink (mail/sink.py, run by path with ``python``, which needs aiosmtpd) on a free loopback
+    port; every message lands in ``<state_dir>/mailbox.jsonl``."""
+    state_dir = Path(state_dir).resolve()
+    state_dir.mkdir(parents=True, exist_ok=True)
+    log, mailbox, port_file = state_dir / "smtp-sink.log", state_dir / "mailbox.jsonl", state_dir / "smtp-sink.port"
+    port_file.unlink(missing_ok=True)
+    process = _spawn([python, str(SMTP_SINK), "--mailbox", str(mailbox), "--port-file", str(port_file)], log)
+    try:
+        wait_until(port_file.exists, START_TIMEOUT, "smtp sink", process)
+    except BaseException:
+        stop_process(process.pid)
+        raise
+    port = int(port_file.read_text())
+    return RunningSink("smtp-sink", process.pid, f"smtp://127.0.0.1:{port}", port, str(log), str(state_dir),
+                       mailbox=str(mailbox))
+
+
 # --- S3 (SeaweedFS) ---------------------------------------------------------------
 #
 # `weed server` runs a master, a volume server, a filer and the S3 gateway in one

@@ -119,6 +119,26 @@ class EmailTaken(AuthError):
     default_message = "An account with this email already exists."
 
 
+class TokenInvalid(AuthError):
+    """A mailed link's token that is unknown here (another site's, a mistyped one), already used,
+    expired or meant for something else: one answer for all, so none can be told apart. 404, as for
+    another site's or account's id: the link names nothing here (any more)."""
+
+    code = "TOKEN_INVALID"
+    status = 404
+    default_message = "This link is invalid or has expired. Ask for a new one."
+
+
+class EmailUnverified(AuthError):
+    """The site asks new accounts to prove their address first, and this one has not yet: it may
+    sign in and look around, not upload or start tasks (POST /api/auth/verify/resend mails a new link)."""
+
+    code = "EMAIL_UNVERIFIED"
+    status = 403
+    default_message = ("Confirm your email address first: follow the link we mailed you "
+                       "(the verify page sends a new one).")
+
+
 # --- rate ------------------------------------------------------------------
 
 

@@ -12,8 +12,10 @@ import logging
 from collections.abc import Awaitable, Callable
 
 from . import ratelimits, tally
-from .auth import sessions
+from .auth import sessions, tokens
 from .files import cleanup
+from .mail import delivery as mail_delivery
+from .mail import outbox
 from .runtime import Runtime
 from .tasks import delivery, lifecycle, retention
 
@@ -43,6 +45,11 @@ STEPS: list[tuple[str, Step, bool, bool]] = [
     ("forget deleted files", lambda r, batch: cleanup.forget_deleted(r.pool, r.settings.policy.tasks.history_days,
                                                                      batch * 10, batch * 50), False, False),
     ("re-send due tasks", lambda r, batch: delivery.resend_due(r.pool, r.queue, batch), False, True),
+    # A mail whose sender stopped mid-send may be out: failed (SEND_UNCERTAIN), never sent twice.
+    ("abandon interrupted mail sends", lambda r, batch: outbox.abandon_expired_leases(r.pool, batch), False, False),
+    ("send due mail", lambda r, batch: mail_delivery.send_due(r.pool, r.settings, batch), False, False),
+    ("purge finished mail", lambda r, batch: outbox.purge_finished(r.pool, batch * 50), False, False),
+    ("purge expired links", lambda r, batch: tokens.purge_expired(r.pool, batch * 50), False, False),
 ]
 
 

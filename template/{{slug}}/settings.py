@@ -136,10 +136,28 @@ class AuthPolicy(Struct, forbid_unknown_fields=True, frozen=True):
     login_attempts_per_address: Annotated[int, Meta(ge=1, le=100_000)] = 50
     # new accounts per client address per 15 minutes
     registrations_per_address: Annotated[int, Meta(ge=1, le=100_000)] = 20
+    # A new account proves its address (a mailed link) before it may upload or submit (SPEC §4.1).
+    verify_email: bool = False
+    # How long a password reset link works.
+    reset_ttl_minutes: Annotated[int, Meta(ge=5, le=24 * 60)] = 30
+    # Mails asked for per 15 minutes: reset links per address asked for (known or not, alike), and
+    # per client address; verification and email-change links per account.
+    reset_mails_per_email: Annotated[int, Meta(ge=1, le=1000)] = 3
+    reset_mails_per_address: Annotated[int, Meta(ge=1, le=100_000)] = 20
+    link_mails_per_account: Annotated[int, Meta(ge=1, le=1000)] = 5
 
     def __post_init__(self) -> None:
         if self.login_attempts_per_account_total < self.login_attempts_per_account:
             raise ValueError("login_attempts_per_account_total must be at least login_attempts_per_account")
+
+
+# A mailbox address (what SMTP's MAIL FROM takes): no display name, no spaces or angle brackets.
+MAIL_ADDRESS = r"^[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]{1,64}@[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?$"
+
+
+class MailPolicy(Struct, forbid_unknown_fields=True, frozen=True):
+    # The From address of the site's mails (their display name is the site's name).
+    sender: Annotated[str, Meta(pattern=MAIL_ADDRESS, max_length=254)] = "no-reply@localhost"
 
 
 class WebPolicy(Struct, forbid_unknown_fields=True, frozen=True):
@@ -165,6 +183,7 @@ class Policy(Struct, forbid_unknown_fields=True, frozen=True):
     charges: ChargesPolicy = ChargesPolicy()
     captcha: CaptchaPolicy = CaptchaPolicy()
     web: WebPolicy = WebPolicy()
+    mail: MailPolicy = MailPolicy()
 
     def __post_init__(self) -> None:
         if self.tasks.enabled and not self.files.enabled:
@@ -187,6 +206,10 @@ class Environment(Struct, forbid_unknown_fields=True, frozen=True):
     turnstile_secret_key: Annotated[str, Meta(min_length=1, max_length=200)] | None = None
     metrics_token: Annotated[str, Meta(min_length=16, max_length=200)] | None = None
     captcha_verify_url: str = "https://challenges.cloudflare.com/turnstile/v0/siteverify"
+    # smtp://[user:password@]host:port (STARTTLS when offered) or smtps://… (TLS from the start)
+    smtp_url: str | None = None
+    # Set by `dev` only: the mailbox file of its embedded SMTP sink, listed at /dev/mail.
+    dev_mailbox: str | None = None
 
     def __post_init__(self) -> None:
         if self.app_origin is not None:
@@ -195,6 +218,7 @@ class Environment(Struct, forbid_unknown_fields=True, frozen=True):
         check_url(self.broker_url, ("redis", "rediss", "amqp", "amqps"), "BROKER_URL")
         check_url(self.s3_endpoint_url, ("http", "https"), "S3_ENDPOINT_URL")
         check_url(self.captcha_verify_url, ("http", "https"), "CAPTCHA_VERIFY_URL")
+        check_url(self.smtp_url, ("smtp", "smtps"), "SMTP_URL")
         if self.s3_endpoint_url and not (self.s3_access_key_id and self.s3_secret_access_key):
             raise ValueError("S3_ENDPOINT_URL needs S3_ACCESS_KEY_ID and S3_SECRET_ACCESS_KEY")
 

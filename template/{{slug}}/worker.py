@@ -11,6 +11,7 @@ import dramatiq
 from dramatiq.asyncio import get_event_loop_thread
 from dramatiq.middleware import AsyncIO, Middleware
 
+from .mail.actors import declare_mail_actor
 from .runtime import Runtime, open_runtime
 from .services.broker import create_broker
 from .settings import Settings, SettingsError
@@ -56,6 +57,7 @@ def consume_with(broker: dramatiq.Broker, settings: Settings) -> WorkerRuntime:
     """Declare the site's actors on ``broker``, with the middleware that opens what they use."""
     opened = WorkerRuntime(settings)
     declare_actors(broker, settings.site, opened.current)
+    declare_mail_actor(broker, settings.site, opened.current)
     # After AsyncIO: "before" hooks run in middleware order, "after" hooks in reverse, so its
     # loop runs when our boot hook opens the runtime and still runs when our shutdown hook closes it.
     broker.add_middleware(opened, after=AsyncIO)

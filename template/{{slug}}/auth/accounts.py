@@ -128,3 +128,47 @@ async def delete_account(conn: asyncpg.Connection, account: Account, checked_has
     commits)."""
     if await conn.fetchval(Q.delete_account, account.id, checked_hash) is None:
         raise Unauthenticated("The password is incorrect.")
+
+
+async def id_for_email(conn: asyncpg.Connection, email: str) -> UUID | None:
+    """The account a reset is asked for, or None (the caller does the same work either way)."""
+    return await conn.fetchval(Q.account_for_reset, email)
+
+
+async def email_verified(conn: asyncpg.Connection | asyncpg.Pool, account_id: UUID) -> bool:
+    return bool(await conn.fetchval(Q.email_verified, account_id))
+
+
+async def reset_password(conn: asyncpg.Connection, account_id: UUID, new_hash: str) -> bool:
+    """Set the password a reset link allowed (the caller has locked the account) and revoke every
+    session; False when the account is gone."""
+    if await conn.fetchval(Q.reset_password, account_id, new_hash) is None:
+        return False
+    await end_all_sessions(conn, account_id)
+    return True
+
+
+async def mark_verified(conn: asyncpg.Connection, account_id: UUID, email: str) -> bool:
+    """The account's address is proven, if it is still ``email`` (a link to an address the account has
+    since left proves nothing about its current one)."""
+    return await conn.fetchval(Q.verify_email, account_id, email) is not None
+
+
+async def change_email(conn: asyncpg.Connection, account_id: UUID, new_email: str) -> str | None:
+    """Move the account to the proven ``new_email``; its old address, or None when the account is gone.
+    EmailTaken when another account holds the address by now."""
+    try:
+        async with conn.transaction():  # a savepoint: the unique index may refuse a concurrent taker
+            old = await conn.fetchrow(Q.change_email, account_id, new_email)
+    except asyncpg.UniqueViolationError:
+        raise EmailTaken() from None
+    if old is None:
+        if await conn.fetchval(Q.account_by_id_exists, account_id):
+            raise EmailTaken()
+        return None
+    return old["old_email"]
+
+
+async def password_unchanged(conn: asyncpg.Connection, account_id: UUID, checked_hash: str) -> bool:
+    """The password is still the one checked (with no lock held) before the caller locked the account."""
+    return await conn.fetchval(Q.password_is, account_id, checked_hash)

@@ -78,3 +78,55 @@ WHERE token_hash IN (
     FOR UPDATE SKIP LOCKED
 )
 RETURNING token_hash;
+
+-- name: insert_account_token
+-- Nothing when $2 is NULL (a reset asked for an address with no account): the same statement runs.
+INSERT INTO account_token (token_hash, account_id, purpose, email, expires_at)
+SELECT $1, $2, $3, $4, now() + make_interval(secs => $5)
+WHERE $2::uuid IS NOT NULL;
+
+-- name: use_account_token
+-- Single use: only an unused, unexpired token of this purpose; the account and the address it proves.
+UPDATE account_token SET used_at = now()
+WHERE token_hash = $1 AND purpose = $2 AND used_at IS NULL AND expires_at > now()
+RETURNING account_id, email;
+
+-- name: purge_account_tokens
+DELETE FROM account_token
+WHERE token_hash IN (
+    SELECT token_hash FROM account_token WHERE expires_at < now() - interval '1 day' LIMIT $1
+);
+
+-- name: account_for_reset
+-- The account a reset is asked for, or none: the caller does the same work either way.
+SELECT id FROM account WHERE email = $1;
+
+-- name: reset_password
+-- The new hash, whatever the old one was (the token proved the address); every session then ends.
+UPDATE account SET password_hash = $2 WHERE id = $1 RETURNING id;
+
+-- name: email_verified
+SELECT email_verified_at IS NOT NULL FROM account WHERE id = $1;
+
+-- name: verify_email
+-- Only while the account's address is still the one the link was sent to.
+UPDATE account SET email_verified_at = coalesce(email_verified_at, now())
+WHERE id = $1 AND email = $2
+RETURNING id;
+
+-- name: change_email
+-- The new address takes effect proven; refused (no row) when another account holds it by now.
+UPDATE account SET email = $2, email_verified_at = now()
+WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM account WHERE email = $2 AND id <> $1)
+RETURNING (SELECT email FROM account WHERE id = $1) AS old_email;
+
+-- name: account_by_id_exists
+SELECT EXISTS (SELECT 1 FROM account WHERE id = $1);
+
+-- name: account_token_usable
+SELECT EXISTS (
+    SELECT 1 FROM account_token WHERE token_hash = $1 AND purpose = $2 AND used_at IS NULL AND expires_at > now()
+);
+
+-- name: password_is
+SELECT EXISTS (SELECT 1 FROM account WHERE id = $1 AND password_hash = $2);

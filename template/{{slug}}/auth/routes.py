@@ -8,6 +8,7 @@ from uuid import UUID
 
 import msgspec
 from litestar import Controller, Request, Response, delete, get, post
+from litestar.background_tasks import BackgroundTask
 from litestar.params import JSONBody
 from litestar.status_codes import HTTP_200_OK, HTTP_201_CREATED, HTTP_204_NO_CONTENT
 
@@ -15,8 +16,10 @@ from ..db.pool import transaction
 from ..errors import EmailTaken, RateLimited, Unauthenticated
 from ..files import store as files
 from ..files.errors import StorageUnavailable
+from ..links.flows import verification_mail
+from ..mail.messages import notify
 from ..settings import Settings
-from ..web.dependencies import CurrentAccount, DbPool, ObjectsIfAny, SiteSettings, client_address
+from ..web.dependencies import CurrentAccount, DbPool, ObjectsIfAny, QueueIfAny, SiteSettings, client_address
 from ..web.guards import ACCOUNT_GUARDS
 from ..web.openapi import JSON_BODY, MUTATION, SIGNED_IN, answers
 from .accounts import (
@@ -28,6 +31,7 @@ from .accounts import (
     change_password,
     check_password,
     delete_account,
+    email_verified,
     is_operator,
     lock,
     login_email,
@@ -48,11 +52,13 @@ class AccountOut(msgspec.Struct, frozen=True):
 
 class Me(msgspec.Struct, rename="camel", frozen=True):
     """The signed-in account as its pages see it: ``operator`` says whether to offer the console
-    (the console's own guard checks again on every request)."""
+    (the console's own guard checks again on every request); ``emailVerified`` whether the address
+    was proven by a mailed link (required first with ``[auth] verify_email``)."""
 
     id: UUID
     email: str
     operator: bool
+    email_verified: bool
 
 
 def _session_cookie(response: Response, settings: Settings, token: str, max_age: int) -> None:
@@ -86,9 +92,10 @@ class AuthController(Controller):
     tags = ["auth"]
 
     @post("/register", status_code=HTTP_201_CREATED, responses=answers(*MUTATION, *JSON_BODY, EmailTaken, RateLimited))
-    async def register(self, request: Request, data: JSONBody[Registration], pool: DbPool,
+    async def register(self, request: Request, data: JSONBody[Registration], pool: DbPool, queue: QueueIfAny,
                        settings: SiteSettings) -> Response[AccountOut]:
-        """Create a personal account and sign it in. Throttled per client address."""
+        """Create a personal account and sign it in. Throttled per client address. With [auth] verify_email
+        its address gets a verification link."""
         email = normalise_email(data.email)
         async with pool.acquire() as conn:
             await count_registration(conn, settings, client_address(request))
@@ -97,7 +104,10 @@ class AuthController(Controller):
         async with transaction(pool) as conn:
             account = await register(conn, email, password_hash)
             token = await start_session(conn, settings, account.id)
-        return _with_session(settings, account, token, HTTP_201_CREATED)
+            mail_id = await verification_mail(conn, settings, account) if settings.policy.auth.verify_email else None
+        response = _with_session(settings, account, token, HTTP_201_CREATED)
+        response.background = BackgroundTask(notify, queue, mail_id)
+        return response
 
     @post("/login", status_code=HTTP_200_OK, responses=answers(*MUTATION, *JSON_BODY, Unauthenticated, RateLimited))
     async def login(self, request: Request, data: JSONBody[Credentials], pool: DbPool,
@@ -128,7 +138,8 @@ class MeController(Controller):
     @get("/", responses=answers(*SIGNED_IN))
     async def me(self, account: CurrentAccount, pool: DbPool) -> Me:
         """The signed-in account."""
-        return Me(id=account.id, email=account.email, operator=await is_operator(pool, account.id))
+        return Me(id=account.id, email=account.email, operator=await is_operator(pool, account.id),
+                  email_verified=await email_verified(pool, account.id))
 
     @post("/password", status_code=HTTP_200_OK, responses=answers(*SIGNED_IN, *MUTATION, *JSON_BODY))
     async def change_password(self, request: Request, data: JSONBody[PasswordChange], account: CurrentAccount,

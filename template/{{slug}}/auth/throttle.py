@@ -53,3 +53,36 @@ async def count_registration(conn: asyncpg.Connection, settings: Settings, addre
     if client and (wait := await ratelimits.take(conn, f"register:{client}", WINDOW_SECONDS,
                                                  settings.policy.auth.registrations_per_address)):
         raise RateLimited("Too many new accounts from this address. Please wait and try again.", wait)
+
+
+def _email_key(settings: Settings, purpose: str, email: str) -> str:
+    digest = hmac.new(settings.require_secret_key().encode(), f"{purpose}:".encode() + email.encode(), hashlib.sha256)
+    return f"{purpose}:" + digest.hexdigest()
+
+
+async def count_reset(conn: asyncpg.Connection, settings: Settings, email: str, address: str | None) -> None:
+    """Count a reset mail asked for ``email`` (known or not: its key is a keyed hash either way, so a
+    refusal tells nothing about the account), then for the client; RateLimited by the first spent."""
+    policy = settings.policy.auth
+    limits = [(_email_key(settings, "reset", email), policy.reset_mails_per_email)]
+    if client := ratelimits.client_key(address):
+        limits.append((f"resetclient:{client}", policy.reset_mails_per_address))
+    for key, limit in limits:
+        if wait := await ratelimits.take(conn, key, WINDOW_SECONDS, limit):
+            raise RateLimited("Too many reset requests. Please wait and try again.", wait)
+
+
+async def count_link_mail(conn: asyncpg.Connection, settings: Settings, account_id: object) -> None:
+    """Count a verification or email-change mail of the account; RateLimited past the policy's limit."""
+    if wait := await ratelimits.take(conn, f"account:{account_id}:links", WINDOW_SECONDS,
+                                     settings.policy.auth.link_mails_per_account):
+        raise RateLimited("Too many mails asked for. Please wait and try again.", wait)
+
+
+async def count_link_use(conn: asyncpg.Connection, settings: Settings, address: str | None) -> None:
+    """Count a mailed link followed (reset, verification, email change) from the client, within its
+    sign-in limit: a token cannot be guessed, but each try costs the site a lookup (a reset: a hash)."""
+    if (client := ratelimits.client_key(address)) and (
+            wait := await ratelimits.take(conn, f"linkclient:{client}", WINDOW_SECONDS,
+                                          settings.policy.auth.login_attempts_per_address)):
+        raise RateLimited("Too many links followed. Please wait and try again.", wait)

@@ -17,10 +17,10 @@ from litestar.params import FromPath, QueryParameter
 from litestar.response import Stream
 from litestar.status_codes import HTTP_201_CREATED, HTTP_202_ACCEPTED, HTTP_204_NO_CONTENT
 
-from ..errors import PayloadTooLarge
+from ..errors import EmailUnverified, PayloadTooLarge
 from ..settings import FilesPolicy
 from ..web.dependencies import CurrentAccount, DbPool, Objects, SiteSettings, runtime_of
-from ..web.guards import ACCOUNT_GUARDS
+from ..web.guards import ACCOUNT_GUARDS, email_verified
 from ..web.openapi import MUTATION, PARAMETERS, SIGNED_IN, answers
 from ..web.paging import Cursor, Page, read_page
 from . import store
@@ -84,10 +84,11 @@ def upload_route(policy: FilesPolicy):
     slots = UploadSlots(policy.concurrent_uploads)
 
     @post("/api/files", status_code=HTTP_201_CREATED, tags=["files"],
-          guards=[*ACCOUNT_GUARDS, files_enabled, storage_configured],
+          guards=[*ACCOUNT_GUARDS, email_verified, files_enabled, storage_configured],
           request_max_body_size=policy.max_file_bytes + MULTIPART_OVERHEAD, operation_class=upload_operation(policy),
-          responses=answers(*SIGNED_IN, *MUTATION, FilesDisabled, FilesNotConfigured, FileRejected, FileTooLarge,
-                            PayloadTooLarge, QuotaExceeded, UploadsBusy, UploadTooSlow, StorageUnavailable))
+          responses=answers(*SIGNED_IN, *MUTATION, EmailUnverified, FilesDisabled, FilesNotConfigured, FileRejected,
+                            FileTooLarge, PayloadTooLarge, QuotaExceeded, UploadsBusy, UploadTooSlow,
+                            StorageUnavailable))
     async def upload_file(request: Request, account: CurrentAccount, pool: DbPool, objects: Objects,
                           name: Annotated[str | None, QueryParameter(max_length=NAME_QUERY_CHARS)] = None) -> FileOut:
         """Store a file: raw body (``?name=`` + Content-Type) or a multipart form (field ``file``)."""

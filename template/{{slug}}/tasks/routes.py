@@ -16,11 +16,11 @@ from litestar.status_codes import HTTP_200_OK, HTTP_201_CREATED
 from .. import captcha
 from ..charges.ledger import InsufficientCredits
 from ..db.pool import transaction
-from ..errors import CaptchaFailed, Unavailable
+from ..errors import CaptchaFailed, EmailUnverified, Unavailable
 from ..files.errors import FileNotFound
 from ..ratelimits.requests import count_request
 from ..web.dependencies import CurrentAccount, DbPool, Queue, SiteSettings, client_address, runtime_of
-from ..web.guards import ACCOUNT_GUARDS, COUNTS_ITS_OWN_REQUESTS, requests_counted
+from ..web.guards import ACCOUNT_GUARDS, COUNTS_ITS_OWN_REQUESTS, email_verified, requests_counted
 from ..web.openapi import JSON_BODY, MUTATION, PARAMETERS, SIGNED_IN, answers
 from ..web.paging import Cursor, Page, read_page
 from . import catalog, delivery, store, submission
@@ -59,8 +59,8 @@ async def read_back(pool: asyncpg.Pool, owner_id: UUID, task_id: UUID) -> TaskOu
         raise Unavailable() from None
 
 
-# What the execution_available guard answers.
-EXECUTION = (TasksDisabled, TasksNotConfigured)
+# What the email_verified and execution_available guards answer.
+EXECUTION = (EmailUnverified, TasksDisabled, TasksNotConfigured)
 
 
 @get("/api/processors", tags=["tasks"], guards=ACCOUNT_GUARDS, responses=answers(*SIGNED_IN))
@@ -74,7 +74,8 @@ class TasksController(Controller):
     tags = ["tasks"]
     guards = ACCOUNT_GUARDS
 
-    @post("/", status_code=HTTP_201_CREATED, guards=[execution_available], opt={COUNTS_ITS_OWN_REQUESTS: True},
+    @post("/", status_code=HTTP_201_CREATED, guards=[email_verified, execution_available],
+          opt={COUNTS_ITS_OWN_REQUESTS: True},
           responses={200: ResponseSpec(TaskOut, description="The task this requestKey already started (nothing new)."),
                      **answers(*SIGNED_IN, *MUTATION, *JSON_BODY, *EXECUTION, CaptchaFailed, FileNotFound,
                                TaskRejected, RequestConflict, ActiveLimit, InsufficientCredits)})
@@ -131,7 +132,7 @@ class TasksController(Controller):
             await store.cancel(conn, account.id, task_id)
             return await store.get_task(conn, account.id, task_id)
 
-    @post("/{task_id:uuid}/retry", status_code=HTTP_200_OK, guards=[execution_available],
+    @post("/{task_id:uuid}/retry", status_code=HTTP_200_OK, guards=[email_verified, execution_available],
           responses=answers(*SIGNED_IN, *MUTATION, *JSON_BODY, *EXECUTION, CaptchaFailed, TaskNotFound,
                             NotRetryable, ActiveLimit, InsufficientCredits))
     async def retry_task(self, request: Request, task_id: FromPath[UUID], account: CurrentAccount, pool: DbPool,

@@ -13,6 +13,7 @@ from litestar.template import TemplateConfig
 from ..auth.routes import AuthController, MeController
 from ..charges.routes import get_credits, list_entries
 from ..files.routes import FilesController, upload_route
+from ..links.routes import EmailChangeController, LinksController
 from ..metrics.exposition import HttpMetrics
 from ..metrics.routes import metrics
 from ..ops.routes import OpsController
@@ -20,6 +21,7 @@ from ..runtime import open_runtime
 from ..settings import Settings
 from ..tasks.routes import TasksController, list_processors
 from .dependencies import DEPENDENCIES
+from .dev_pages import dev_mail_page
 from .errors import EXCEPTION_HANDLERS
 from .guards import count_uncounted_request
 from .health import healthz, readyz
@@ -51,6 +53,8 @@ def create_app(settings: Settings) -> Litestar:
         route_handlers=[
             AuthController,
             MeController,
+            LinksController,
+            EmailChangeController,
             FilesController,
             upload_route(settings.policy.files),
             TasksController,
@@ -65,6 +69,8 @@ def create_app(settings: Settings) -> Litestar:
             pages_router,
             ops_router,
             static_files,
+            # only under `dev`, which runs the SMTP sink whose mailbox this page lists
+            *([dev_mail_page] if settings.env.dev_mailbox else []),
         ],
         dependencies=DEPENDENCIES,
         exception_handlers=EXCEPTION_HANDLERS,

@@ -20,6 +20,7 @@ SiteSettings = NamedDependency[Settings]
 Objects = NamedDependency[ObjectStore]  # declare with the storage_configured guard: never None there
 ObjectsIfAny = NamedDependency[ObjectStore | None]
 Queue = NamedDependency[TaskQueue]  # declare with a guard that refuses a site without a broker
+QueueIfAny = NamedDependency[TaskQueue | None]
 CurrentAccount = NamedDependency[Account]
 
 

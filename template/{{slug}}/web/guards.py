@@ -15,7 +15,7 @@ from litestar.handlers import BaseRouteHandler
 from litestar.types import Guard, Scope
 
 from ..auth import accounts
-from ..errors import NotFound, RateLimited, Unauthenticated, ValidationFailed
+from ..errors import EmailUnverified, NotFound, RateLimited, Unauthenticated, ValidationFailed
 from ..ratelimits.requests import count_request
 from .dependencies import runtime_of, session_account
 
@@ -73,6 +73,16 @@ async def count_uncounted_request(error: Exception, scope: Scope) -> None:
         pass  # counted (refused hits count too)
     except Exception as trouble:  # the error's own answer must still go out
         log.warning("%s: request not counted (%s)", type(error).__name__, type(trouble).__name__)
+
+
+async def email_verified(connection: ASGIConnection, _: BaseRouteHandler) -> None:
+    """With ``[auth] verify_email``, an account whose address is not proven yet may not upload or start
+    work (403 EMAIL_UNVERIFIED); read in SQL on each such request, so a confirmation counts at once.
+    Listed after ``signed_in``."""
+    runtime = runtime_of(connection)
+    if runtime.settings.policy.auth.verify_email and not await accounts.email_verified(
+            runtime.pool, connection.state.account.id):
+        raise EmailUnverified()
 
 
 async def operator_only(connection: ASGIConnection, _: BaseRouteHandler) -> None:

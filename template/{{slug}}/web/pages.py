@@ -20,6 +20,7 @@ from litestar.static_files import create_static_files_router
 from litestar.status_codes import HTTP_303_SEE_OTHER, HTTP_404_NOT_FOUND
 
 from .. import captcha
+from ..auth.accounts import email_verified
 from ..auth.sessions import Account
 from ..settings import Settings
 from ..tasks import store as tasks
@@ -94,6 +95,20 @@ async def login_page(settings: SiteSettings, next_path: NextPath = None) -> Temp
     return page("login.html", settings, title="Sign in", next=safe_next(next_path))
 
 
+@get("/reset")
+async def reset_page(settings: SiteSettings) -> Template:
+    """Ask for a reset link; with one (its token in the fragment), set the new password."""
+    return page("reset.html", settings, title="Reset your password")
+
+
+@get("/verify")
+async def verify_page(request: Request, pool: DbPool, settings: SiteSettings) -> Template:
+    """Follow a verification or email-change link (signed in or not); signed in, ask for a new link."""
+    viewer = await session_account(request)
+    verified = viewer is not None and await email_verified(pool, viewer.id)
+    return page("verify.html", settings, title="Confirm your email address", viewer=viewer, verified=verified)
+
+
 @get("/files")
 async def files_page(viewer: Viewer, settings: SiteSettings) -> Template:
     return page("files.html", settings, title="Files", viewer=viewer, current="files")
@@ -126,7 +141,7 @@ async def account_page(viewer: Viewer, settings: SiteSettings) -> Template:
 
 pages_router = Router(
     path="/",
-    route_handlers=[index, login_page, files_page, tasks_page, task_page, account_page],
+    route_handlers=[index, login_page, reset_page, verify_page, files_page, tasks_page, task_page, account_page],
     dependencies={"viewer": Provide(provide_viewer)},
     exception_handlers={SignInRequired: redirect_to_login},
     include_in_schema=False,
