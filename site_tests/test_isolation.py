@@ -36,7 +36,7 @@ def test_mixed_cookies_pick_each_sites_own_session(pair: tuple[SiteRecord, SiteR
             sent = request.headers.get("cookie", "")
             other = b if site is a else a
             assert site.cookie_name in sent and (other.cookie_name in sent) == one_host
-            assert browser.send(request).json() == {**accounts[site.slug], "emailVerified": False}
+            assert browser.send(request).json() == {**accounts[site.slug], "operator": False, "emailVerified": False}
 
 
 def test_a_sites_token_under_another_sites_cookie_name_is_refused(pair: tuple[SiteRecord, SiteRecord]) -> None:

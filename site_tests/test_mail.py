@@ -125,7 +125,7 @@ def test_a_link_of_one_site_means_nothing_on_another(pair: tuple[SiteRecord, Sit
             on_b.post("/api/auth/email/confirm", json={"token": change}),
         ]
         assert [(r.status_code, error_code(r)) for r in answers] == [(404, "TOKEN_INVALID")] * 3
-        assert on_b.get("/api/me").json() == {**on_b.account, "emailVerified": False}
+        assert on_b.get("/api/me").json() == {**on_b.account, "operator": False, "emailVerified": False}
         on_b.cookies.clear()
         assert on_b.post("/api/auth/login", json={"email": email, "password": PASSWORD}).status_code == 200
         # and on A each still works
