@@ -62,7 +62,7 @@ def run_site_tests(state_dir: Path, workers: int | str, sites: int, extra: list[
 def verify(state_dir: Path, count: int, *, keep: bool, workers: int | str, pytest_args: list[str] | None = None,
            overrides: dict | None = None, counts: state.ProcessCounts | None = None,
            behind_proxy: bool = False, fleet: list[Planned] | None = None,
-           require_privilege: bool = False) -> tuple[bool, str]:
+           require_privilege: bool = False, service_faults: bool = True) -> tuple[bool, str]:
     state_dir = Path(state_dir).resolve()
     started_at = report.now()
     origin = provenance()
@@ -89,6 +89,8 @@ def verify(state_dir: Path, count: int, *, keep: bool, workers: int | str, pytes
             services_skipped = f"external services: {', '.join(external)}"
         elif behind_proxy:  # the proxy changes nothing between a site and its services; CI's time is spent once
             services_skipped = "the production lane (the plain lane runs it)"
+        elif not service_faults:
+            services_skipped = "not asked for (--no-service-faults)"
         else:
             with progress.step(f"service-fault campaign ({', '.join(SERVICE_FAULTS)}) on {sites.sites[0].slug}"):
                 services_chaos = outage_run.campaign(state_dir, [sites.sites[0].slug], SERVICE_SECONDS, CHAOS_SEED,
