@@ -9,7 +9,7 @@ import msgspec
 import pytest
 
 from harness import cli
-from harness.chaos import checks, inputs, outages, prometheus, recovery, results, schedule
+from harness.chaos import checks, inputs, outage_run, outages, prometheus, recovery, results, schedule
 from harness.chaos.checks import Outcome, TaskRow
 from harness.chaos.load import Heard
 from harness.state import ProcessCounts, SiteRecord
@@ -246,3 +246,14 @@ def test_a_5xx_but_503_anywhere_on_the_site_during_the_campaign_is_found_in_its_
     after = {**before, "GET /metrics 503": 40.0, "GET /api/files/{file_id}/content 500": 3.0}
     assert recovery.new_server_errors(before, after) == ["GET /api/files/{file_id}/content answered 500 3 time(s)"]
     assert recovery.new_server_errors(before, before) == []
+
+
+def test_an_alert_counting_events_may_fire_for_its_window_after_the_last_fault() -> None:
+    assert prometheus.window_seconds('max by (job) (increase(x{job="a"}[15m])) > 0') == 900
+    assert prometheus.window_seconds("max_over_time(y[5m]) > 120 and z[30s]") == 300
+    assert prometheus.window_seconds("up == 0") == 0
+    windows = {"TaskLeaseRecoveries": 900.0, "SiteDown": 0.0}
+    still = ["TaskLeaseRecoveries@alpha", "SiteDown@alpha"]
+    assert outage_run.unresolved_findings(still, windows, last_back_at=1000.0, now=1300.0) == [
+        "alert SiteDown@alpha still firing 120 s after every task ended"]
+    assert len(outage_run.unresolved_findings(still, windows, last_back_at=1000.0, now=1900.0)) == 2

@@ -127,7 +127,15 @@ def _alerts(report: ChaosReport, prom: prometheus.Prometheus, campaign_end: floa
         done.alerts_unresolved = [name for name in done.alerts_fired if name in still]
         fired |= {name.split("@")[0] for name in done.alerts_fired}
     report.alerts_never_fired = sorted(set(prom.rule_names()) - fired)
-    return [f"alert {name} still firing {RESOLVE_DEADLINE:.0f} s after every task ended" for name in still]
+    return unresolved_findings(still, prom.rule_windows(), max((d.back_at or 0.0 for d in report.outages),
+                                                               default=0.0), time.time())
+
+
+def unresolved_findings(still: list[str], windows: dict[str, float], last_back_at: float, now: float) -> list[str]:
+    """An alert still firing is a finding, unless it counts events over a range that has not yet
+    passed since the last fault ended (``increase(…[15m])`` fires for 15 minutes by design)."""
+    return [f"alert {name} still firing {RESOLVE_DEADLINE:.0f} s after every task ended" for name in still
+            if now - last_back_at >= windows.get(name.split("@")[0], 0.0)]
 
 
 async def _campaign(state_dir: Path, records: list[SiteRecord], report: ChaosReport, seed: int,

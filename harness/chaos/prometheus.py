@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import time
@@ -91,9 +92,24 @@ class Prometheus:
         return sorted({rule["name"] for group in self._get("/api/v1/rules", type="alert")["groups"]
                        for rule in group["rules"]})
 
+    def rule_windows(self) -> dict[str, float]:
+        """Each alerting rule's longest range (``increase(…[15m])``: 900 s): an alert counting events
+        fires for that long after the last one, by design."""
+        return {rule["name"]: window_seconds(rule["query"])
+                for group in self._get("/api/v1/rules", type="alert")["groups"] for rule in group["rules"]}
+
     def stop(self) -> None:
         self.http.close()
         services.embedded().stop_process(self.pid, signal.SIGTERM)
+
+
+_RANGE = re.compile(r"\[(\d+)([smh])\]")
+
+
+def window_seconds(query: str) -> float:
+    """The longest range selector of a PromQL query, in seconds (0 when it has none)."""
+    return max((int(count) * {"s": 1, "m": 60, "h": 3600}[unit] for count, unit in _RANGE.findall(query)),
+               default=0.0)
 
 
 def _name(labels: dict) -> str:
