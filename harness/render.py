@@ -17,6 +17,9 @@ NAMES = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel
 MAX_ACTIVE = [5, 4, 6, 3]
 # Every second site charges for tasks, so the priced path runs end to end too.
 TASK_PRICE = [0, 2, 0, 3]
+# The second site asks new accounts to prove their address by a mailed link before they upload, so that
+# path runs end to end (and behind the proxy) too; its clients follow the link (harness/mailbox.py).
+VERIFY_EMAIL = [False, True, False, False]
 
 
 class Provenance(msgspec.Struct):
@@ -50,6 +53,7 @@ def site_answers(index: int, run_id: str, port: int, overrides: dict | None = No
         "max_active": MAX_ACTIVE[index % len(MAX_ACTIVE)],
         "charges_enabled": TASK_PRICE[index % len(TASK_PRICE)] > 0,
         "task_price": TASK_PRICE[index % len(TASK_PRICE)],
+        "verify_email": VERIFY_EMAIL[index % len(VERIFY_EMAIL)],
         # The harness's scenarios submit and poll far more than one person does;
         # the rate-limit scenario reaches the limit by advancing the counter itself.
         "writes_per_minute": 2000,

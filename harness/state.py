@@ -9,6 +9,7 @@ environment (it holds the site's SECRET_KEY) is kept beside it in
 from __future__ import annotations
 
 import os
+import tomllib
 from pathlib import Path
 
 import msgspec
@@ -42,6 +43,10 @@ class SiteRecord(msgspec.Struct):
     mailbox: str = ""
     pids: Pids = msgspec.field(default_factory=Pids)
     logs: dict[str, str] = msgspec.field(default_factory=dict)
+
+    def policy(self) -> dict:
+        """The site's rendered site.toml."""
+        return tomllib.loads((Path(self.site_dir) / "site.toml").read_text())
 
 
 class ServiceRecord(msgspec.Struct, omit_defaults=True):

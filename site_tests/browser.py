@@ -17,6 +17,7 @@ import pytest
 from playwright.sync_api import Browser, BrowserContext, ConsoleMessage, Page, Playwright, expect
 
 from harness import KIT_ROOT
+from harness.mailbox import asks_verified, link_of, token_of, wait_mail
 from harness.state import SiteRecord
 
 from .client import PASSWORD
@@ -90,10 +91,23 @@ class SitePage:
                                           headers={"Origin": self.site.origin, **kwargs.pop("headers", {})},
                                           **kwargs)
 
-    def register(self, email: str) -> dict:
+    def register(self, email: str, *, verified: bool = True) -> dict:
+        """A fresh account, signed in in this tab's browser; where the site asks for a proven address it
+        follows the link mailed on registration (unless ``verified`` is False)."""
         response = self.api("POST", "/api/auth/register", data={"email": email, "password": PASSWORD})
         assert response.status == 201, response.text()
+        if verified and asks_verified(self.site):
+            token = token_of(wait_mail(self.site, email, kind="verify"))
+            confirmed = self.api("POST", "/api/auth/verify/confirm", data={"token": token})
+            assert confirmed.status == 204, confirmed.text()
         return response.json()
+
+    def follow_verification(self, email: str) -> None:
+        """Open the link mailed to ``email`` on registration in this tab (on a site that asks for a
+        proven address)."""
+        link = link_of(wait_mail(self.site, email, kind="verify"))
+        self.page.goto(link.replace(self.site.origin, self.site.base_url, 1))
+        expect(self.page.locator("#verify-message")).to_have_text("Your email address is confirmed.")
 
     def upload(self, data: bytes, name: str, content_type: str = "text/plain") -> dict:
         response = self.api("POST", f"/api/files?name={name}", data=data, headers={"Content-Type": content_type})

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import secrets
-import tomllib
-from pathlib import Path
 
 import httpx
 
+from harness.mailbox import asks_verified, token_of, wait_mail
 from harness.proxy import tls_verify
 from harness.state import SiteRecord
 
@@ -30,13 +29,21 @@ class SiteClient(httpx.Client):
         self.site = site
         self.account: dict | None = None
 
-    def register(self, email: str | None = None, password: str = PASSWORD) -> dict:
-        """A fresh account; on a site that charges for tasks it starts with credits to spend."""
+    def register(self, email: str | None = None, password: str = PASSWORD, *, verified: bool = True,
+                 funded: bool = True) -> dict:
+        """A fresh account, signed in. Where the site asks for a proven address it follows the link mailed
+        on registration (unless ``verified`` is False); on a site that charges for tasks it starts with
+        credits to spend (unless ``funded`` is False)."""
         email = email or f"{self.site.slug}-{secrets.token_hex(5)}@example.com"
         response = self.post("/api/auth/register", json={"email": email, "password": password})
         assert response.status_code == 201, response.text
         self.account = response.json()
-        grant_credits(self.site, self.account["id"])
+        if verified and asks_verified(self.site):
+            mail = wait_mail(self.site, email, kind="verify")
+            confirmed = self.post("/api/auth/verify/confirm", json={"token": token_of(mail)})
+            assert confirmed.status_code == 204, confirmed.text
+        if funded:
+            grant_credits(self.site, self.account["id"])
         return self.account
 
     def upload_raw(self, data: bytes, name: str = "notes.txt", content_type: str = "text/plain") -> httpx.Response:
@@ -76,4 +83,4 @@ def error_code(response: httpx.Response) -> str:
 
 def policy(site: SiteRecord) -> dict:
     """The site's rendered site.toml."""
-    return tomllib.loads((Path(site.site_dir) / "site.toml").read_text())
+    return site.policy()

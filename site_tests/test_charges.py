@@ -7,7 +7,7 @@ import secrets
 from harness.state import SiteRecord
 
 from . import db, faults
-from .client import PASSWORD, SiteClient, error_code, policy
+from .client import SiteClient, error_code, policy
 from .operator import run_cli
 from .test_tasks import body
 from .waiting import wait_task
@@ -18,9 +18,7 @@ def test_priced_tasks_hold_capture_and_refund(priced_site: SiteRecord) -> None:
     price = policy(site)["charges"]["prices"]["text-normalize@1"]
     email = f"payer-{secrets.token_hex(4)}@example.com"
     with SiteClient(site) as user:
-        response = user.post("/api/auth/register", json={"email": email, "password": PASSWORD})
-        assert response.status_code == 201
-        account = response.json()
+        account = user.register(email, funded=False)
         assert user.get("/api/credits").json() == {"balance": 0, "entries": []}
         file = user.upload(b"paid \r\nfor")
         refused = user.post("/api/tasks", json=body(file["id"]))

@@ -17,17 +17,15 @@ import os
 import secrets
 from pathlib import Path
 
-import httpx
 import pytest
 import requests
 import schemathesis
 from hypothesis import HealthCheck, settings
 from schemathesis.specs.openapi.checks import unsupported_method
 
-from harness.proxy import tls_verify
 from harness.state import SiteRecord
 
-from .client import PASSWORD
+from .client import SiteClient
 from .conftest import RUN
 from .operator import run_cli
 
@@ -45,14 +43,14 @@ CONFIG = schemathesis.config.SchemathesisConfig.from_dict({
 
 def _session(site: SiteRecord) -> requests.Session:
     email = f"fuzz-{secrets.token_hex(5)}@example.com"
-    response = httpx.post(f"{site.base_url}/api/auth/register", json={"email": email, "password": PASSWORD},
-                          headers={"Origin": site.origin}, verify=tls_verify(site))
-    assert response.status_code == 201, response.text
+    with SiteClient(site) as client:
+        client.register(email, funded=False)  # where the site asks, its mailed link followed
+        token = client.session_token
     granted = run_cli(site, "operator", "grant", email)
     assert granted.returncode == 0, granted.stdout + granted.stderr
     session = requests.Session()
     session.headers["Origin"] = site.origin
-    session.cookies.set(site.cookie_name, response.cookies[site.cookie_name])
+    session.cookies.set(site.cookie_name, token)
     return session
 
 

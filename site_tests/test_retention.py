@@ -9,7 +9,7 @@ import secrets
 from harness.state import SiteRecord
 
 from . import db
-from .client import PASSWORD, SiteClient, policy
+from .client import SiteClient, policy
 from .operator import maintain, run_cli
 from .test_tasks import body
 from .waiting import wait_task
@@ -21,7 +21,7 @@ def test_old_history_is_pruned_and_the_ledger_kept(priced_site: SiteRecord) -> N
     price = policy(site)["charges"]["prices"]["text-normalize@1"]
     email = f"history-{secrets.token_hex(4)}@example.com"
     with SiteClient(site) as user:
-        assert user.post("/api/auth/register", json={"email": email, "password": PASSWORD}).status_code == 201
+        user.register(email, funded=False)
         granted = run_cli(site, "grant-credits", email, str(3 * price), "--reason", "site_tests retention")
         assert granted.returncode == 0, granted.stderr
         file = user.upload(b"old\r\nnews")

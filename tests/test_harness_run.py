@@ -39,6 +39,8 @@ def test_verify_two_sites(tmp_path: Path) -> None:
             if ".test_mail::" in c["name"] or ".test_mail_pages::" in c["name"]}
     assert {name.rsplit("[", 1)[1] for name in mail} >= {"alpha]", "bravo]", "alpha-bravo]", "bravo-alpha]"}
     assert set(mail.values()) == {"passed"}, mail
+    # ... and the second site asked new accounts for a proven address, so its clients followed mailed links.
+    assert [s["answers"]["verify_email"] for s in report["sites"]] == [False, True]
     assert "PASS" in (state / "summary.txt").read_text()
     # On the embedded services each site holds only its own keys, and the attacker's-seat scenarios ran
     # (a shared service would have skipped them).

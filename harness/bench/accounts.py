@@ -7,14 +7,13 @@ request carries the site's Origin, as a browser's would.
 from __future__ import annotations
 
 import secrets
-import tomllib
 import uuid
 from dataclasses import dataclass
-from pathlib import Path
 
 import asyncpg
 import httpx
 
+from harness import mailbox
 from harness.proxy import tls_verify
 from harness.state import SiteRecord
 
@@ -38,7 +37,7 @@ def normalized(data: bytes) -> bytes:
 
 
 def site_policy(site: SiteRecord) -> dict:
-    return tomllib.loads((Path(site.site_dir) / "site.toml").read_text())
+    return site.policy()
 
 
 def task_price(site: SiteRecord) -> int:
@@ -100,12 +99,17 @@ async def open_account(site: SiteRecord, index: int) -> Account:
 
 async def register_funded(http: httpx.AsyncClient, site: SiteRecord, email: str, password: str, *,
                           error: type[Exception] = BenchError) -> str:
-    """Register ``email`` (signed in on ``http``), fund it on a priced site, and return its id;
-    a refusal raises ``error``."""
+    """Register ``email`` (signed in on ``http``), follow its mailed link where the site asks for a
+    proven address, fund it on a priced site, and return its id; a refusal raises ``error``."""
     registered = await http.post("/api/auth/register", json={"email": email, "password": password})
     if registered.status_code != 201:
         raise error(f"{site.slug}: register answered {registered.status_code}: {registered.text[:200]}")
     account_id = registered.json()["id"]
+    if mailbox.asks_verified(site):
+        confirmed = await http.post("/api/auth/verify/confirm",
+                                    json={"token": await mailbox.verification_token(site, email)})
+        if confirmed.status_code != 204:
+            raise error(f"{site.slug}: the mailed link answered {confirmed.status_code}: {confirmed.text[:200]}")
     if task_price(site):
         await grant_credits(site, account_id)
     return account_id
