@@ -27,13 +27,13 @@ from pathlib import Path
 import asyncpg
 import httpx
 
-from harness import books, control, processes, progress, state
+from harness import books, processes, progress, state
 from harness.report import now
 from harness.state import SiteRecord
 
 from . import checks, gather, load, outages, prometheus, recovery
 from .results import ChaosReport
-from .run import ACCOUNTS, MIN_WORKERS, Site, revive, tally
+from .run import ACCOUNTS, Site, add_workers, revive, set_workers_back, tally
 
 log = logging.getLogger(__name__)
 
@@ -218,10 +218,7 @@ def campaign(state_dir: Path, slugs: list[str], seconds: float, seed: int,
         run = state.load(state_dir)
         if external := [kind for kind in ("postgres", "broker", "s3") if getattr(run.services, kind).pid is None]:
             raise RuntimeError(f"service faults need the run's own embedded servers; external: {', '.join(external)}")
-        for record in run.sites:
-            if record.slug in slugs:
-                scaled[record.slug] = control.scale(state_dir, record.slug, "worker",
-                                                    max(MIN_WORKERS, len(record.pids.worker)))
+        add_workers(state_dir, slugs, scaled)
         records = [record for record in state.load(state_dir).sites if record.slug in slugs]
         if prometheus.available():
             prom = prometheus.start(state_dir, records)
@@ -235,11 +232,7 @@ def campaign(state_dir: Path, slugs: list[str], seconds: float, seed: int,
     finally:
         if prom is not None:
             prom.stop()
-        for slug, before in scaled.items():
-            try:
-                control.scale(state_dir, slug, "worker", before)
-            except Exception as error:
-                report.failure = report.failure or f"scaling {slug}'s workers back failed: {error}"
+        report.failure = report.failure or set_workers_back(state_dir, scaled)
     report.finished_at = now()
     report.ok = (report.failure is None and bool(report.sites) and all(site.ok for site in report.sites)
                  and not any(done.error for done in report.outages))

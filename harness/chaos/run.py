@@ -138,16 +138,33 @@ async def _campaign(state_dir: Path, records: list[SiteRecord], kills: list[sche
     return [site.report for site in sites]
 
 
+def add_workers(state_dir: Path, slugs: list[str], scaled: dict[str, int]) -> None:
+    """At least MIN_WORKERS workers on each site of ``slugs`` for a campaign. ``scaled`` records how many
+    each had as it goes, so that a failure part way still sets back the ones scaled (``set_workers_back``)."""
+    for record in state.load(state_dir).sites:
+        if record.slug in slugs:
+            scaled[record.slug] = control.scale(state_dir, record.slug, "worker",
+                                                max(MIN_WORKERS, len(record.pids.worker)))
+
+
+def set_workers_back(state_dir: Path, scaled: dict[str, int]) -> str | None:
+    """Each site of ``scaled`` back to the workers it had; the first failure, if any (every site is tried)."""
+    failure = None
+    for slug, before in scaled.items():
+        try:
+            control.scale(state_dir, slug, "worker", before)
+        except Exception as error:
+            failure = failure or f"scaling {slug}'s workers back failed: {error}"
+    return failure
+
+
 def campaign(state_dir: Path, slugs: list[str], seconds: float, seed: int) -> ChaosReport:
     """A campaign against sites of a live run; any error is the report's failure, never raised."""
     state_dir = Path(state_dir).resolve()
     report = ChaosReport(ok=False, seed=seed, seconds=seconds, started_at=now(), finished_at="", sites=[], plan=[])
     scaled: dict[str, int] = {}
     try:
-        for record in state.load(state_dir).sites:
-            if record.slug in slugs:
-                scaled[record.slug] = control.scale(state_dir, record.slug, "worker",
-                                                    max(MIN_WORKERS, len(record.pids.worker)))
+        add_workers(state_dir, slugs, scaled)
         records = [record for record in state.load(state_dir).sites if record.slug in slugs]
         counts = ProcessCounts(web=min(len(r.pids.web) for r in records),
                                worker=min(len(r.pids.worker) for r in records))
@@ -157,11 +174,7 @@ def campaign(state_dir: Path, slugs: list[str], seconds: float, seed: int) -> Ch
         log.exception("chaos: the campaign failed")
         report.failure = f"{type(error).__name__}: {error}"
     finally:
-        for slug, before in scaled.items():
-            try:
-                control.scale(state_dir, slug, "worker", before)
-            except Exception as error:
-                report.failure = report.failure or f"scaling {slug}'s workers back failed: {error}"
+        report.failure = report.failure or set_workers_back(state_dir, scaled)
     report.finished_at = now()
     report.ok = report.failure is None and bool(report.sites) and all(site.ok for site in report.sites)
     return report
