@@ -139,6 +139,12 @@ async def email_verified(conn: asyncpg.Connection | asyncpg.Pool, account_id: UU
     return bool(await conn.fetchval(Q.email_verified, account_id))
 
 
+async def standing(conn: asyncpg.Connection | asyncpg.Pool, account_id: UUID) -> tuple[bool, bool]:
+    """Whether the account is an operator and whether its address is proven (both False once it is gone)."""
+    row = await conn.fetchrow(Q.account_standing, account_id)
+    return (row["operator"], row["email_verified"]) if row is not None else (False, False)
+
+
 async def reset_password(conn: asyncpg.Connection, account_id: UUID, new_hash: str) -> bool:
     """Set the password a reset link allowed (the caller has locked the account) and revoke every
     session; False when the account is gone."""

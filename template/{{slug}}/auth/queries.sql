@@ -108,6 +108,10 @@ UPDATE account SET password_hash = $2 WHERE id = $1 RETURNING id;
 -- name: email_verified
 SELECT email_verified_at IS NOT NULL FROM account WHERE id = $1;
 
+-- name: account_standing
+-- What GET /api/me says besides the session's own account, in one read.
+SELECT operator, email_verified_at IS NOT NULL AS email_verified FROM account WHERE id = $1;
+
 -- name: verify_email
 -- Only while the account's address is still the one the link was sent to.
 UPDATE account SET email_verified_at = coalesce(email_verified_at, now())

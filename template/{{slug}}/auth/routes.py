@@ -31,12 +31,11 @@ from .accounts import (
     change_password,
     check_password,
     delete_account,
-    email_verified,
-    is_operator,
     lock,
     login_email,
     normalise_email,
     register,
+    standing,
 )
 from .passwords import hash_password
 from .sessions import Account, end_all_sessions, end_session, session_seconds, start_session
@@ -138,8 +137,8 @@ class MeController(Controller):
     @get("/", responses=answers(*SIGNED_IN))
     async def me(self, account: CurrentAccount, pool: DbPool) -> Me:
         """The signed-in account."""
-        return Me(id=account.id, email=account.email, operator=await is_operator(pool, account.id),
-                  email_verified=await email_verified(pool, account.id))
+        operator, verified = await standing(pool, account.id)
+        return Me(id=account.id, email=account.email, operator=operator, email_verified=verified)
 
     @post("/password", status_code=HTTP_200_OK, responses=answers(*SIGNED_IN, *MUTATION, *JSON_BODY))
     async def change_password(self, request: Request, data: JSONBody[PasswordChange], account: CurrentAccount,
