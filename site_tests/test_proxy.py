@@ -24,6 +24,7 @@ import httpx
 import pytest
 from playwright.sync_api import Browser
 
+from harness.mailbox import asks_verified, token_of, wait_mail
 from harness.proxy import RECEIVE_MARGIN, tls_verify
 from harness.state import SiteRecord, SitesFile
 
@@ -58,9 +59,13 @@ def registrations_from(site: SiteRecord, address: str) -> int:
 
 
 def register(client: httpx.Client, site: SiteRecord) -> str:
+    """A fresh account signed in on ``client``, its mailed link followed where the site asks for one."""
     email = f"{site.slug}-{secrets.token_hex(5)}@example.com"
     response = client.post("/api/auth/register", json={"email": email, "password": PASSWORD})
     assert response.status_code == 201, response.text
+    if asks_verified(site):
+        token = token_of(wait_mail(site, email, kind="verify"))
+        assert client.post("/api/auth/verify/confirm", json={"token": token}).status_code == 204
     return email
 
 
