@@ -120,6 +120,11 @@ def registration_mails(site: SiteRecord) -> int:
     return 1 if asks_verified(site) else 0
 
 
-async def verification_token(site: SiteRecord, address: str) -> str:
+def verification_token(site: SiteRecord, address: str) -> str:
     """The token of the link mailed to ``address`` on registration."""
+    return token_of(wait_mail(site, address, kind="verify"))
+
+
+async def await_verification_token(site: SiteRecord, address: str) -> str:
+    """``verification_token`` for asyncio clients."""
     return token_of(await await_mail(site, address, kind="verify"))

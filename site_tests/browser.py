@@ -17,7 +17,7 @@ import pytest
 from playwright.sync_api import Browser, BrowserContext, ConsoleMessage, Page, Playwright, expect
 
 from harness import KIT_ROOT
-from harness.mailbox import asks_verified, link_of, token_of, wait_mail
+from harness.mailbox import asks_verified, link_of, verification_token, wait_mail
 from harness.state import SiteRecord
 
 from .client import PASSWORD
@@ -97,7 +97,7 @@ class SitePage:
         response = self.api("POST", "/api/auth/register", data={"email": email, "password": PASSWORD})
         assert response.status == 201, response.text()
         if verified and asks_verified(self.site):
-            token = token_of(wait_mail(self.site, email, kind="verify"))
+            token = verification_token(self.site, email)
             confirmed = self.api("POST", "/api/auth/verify/confirm", data={"token": token})
             assert confirmed.status == 204, confirmed.text()
         return response.json()

@@ -6,7 +6,7 @@ import secrets
 
 import httpx
 
-from harness.mailbox import asks_verified, token_of, wait_mail
+from harness.mailbox import asks_verified, verification_token
 from harness.proxy import tls_verify
 from harness.state import SiteRecord
 
@@ -39,8 +39,7 @@ class SiteClient(httpx.Client):
         assert response.status_code == 201, response.text
         self.account = response.json()
         if verified and asks_verified(self.site):
-            mail = wait_mail(self.site, email, kind="verify")
-            confirmed = self.post("/api/auth/verify/confirm", json={"token": token_of(mail)})
+            confirmed = self.post("/api/auth/verify/confirm", json={"token": verification_token(self.site, email)})
             assert confirmed.status_code == 204, confirmed.text
         if funded:
             grant_credits(self.site, self.account["id"])

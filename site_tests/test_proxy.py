@@ -24,7 +24,7 @@ import httpx
 import pytest
 from playwright.sync_api import Browser
 
-from harness.mailbox import asks_verified, token_of, wait_mail
+from harness.mailbox import asks_verified, verification_token
 from harness.proxy import RECEIVE_MARGIN, tls_verify
 from harness.state import SiteRecord, SitesFile
 
@@ -64,7 +64,7 @@ def register(client: httpx.Client, site: SiteRecord) -> str:
     response = client.post("/api/auth/register", json={"email": email, "password": PASSWORD})
     assert response.status_code == 201, response.text
     if asks_verified(site):
-        token = token_of(wait_mail(site, email, kind="verify"))
+        token = verification_token(site, email)
         assert client.post("/api/auth/verify/confirm", json={"token": token}).status_code == 204
     return email
 

@@ -106,8 +106,11 @@ async def register_funded(http: httpx.AsyncClient, site: SiteRecord, email: str,
         raise error(f"{site.slug}: register answered {registered.status_code}: {registered.text[:200]}")
     account_id = registered.json()["id"]
     if mailbox.asks_verified(site):
-        confirmed = await http.post("/api/auth/verify/confirm",
-                                    json={"token": await mailbox.verification_token(site, email)})
+        try:
+            token = await mailbox.await_verification_token(site, email)
+        except mailbox.MailMissing as missing:
+            raise error(f"{site.slug}: {missing}") from None
+        confirmed = await http.post("/api/auth/verify/confirm", json={"token": token})
         if confirmed.status_code != 204:
             raise error(f"{site.slug}: the mailed link answered {confirmed.status_code}: {confirmed.text[:200]}")
     if task_price(site):
