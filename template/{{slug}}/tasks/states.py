@@ -1,4 +1,5 @@
-"""The task lifecycle, stated once. The database mirrors it with CHECK constraints (0004-0006).
+"""The task lifecycle, stated once. The database mirrors it with CHECK constraints (0004-0006; since 0022
+one CHECK calling task_invariants_hold, each invariant still refused under its own name).
 
 Who moves a task in and out of each state:
 
