@@ -758,3 +758,57 @@ def test_the_history_row_sets_the_full_site_against_the_empty_one(tmp_path: Path
     assert full.split()[:3] == ["+1,000,000", "tasks", "1010000"] and ratios.split()[-2] == "26.0"
     results.write_json(report, tmp_path / "r.json")
     assert results.read_json(tmp_path / "r.json").history == report.history
+
+
+# --- the phases after the rounds ---------------------------------------------------
+
+
+def test_the_accounts_of_the_phases_without_workers_are_made_while_the_workers_run(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The API and history phases stop the site's workers. Their accounts were registered after that,
+    so on a site that asks for proven addresses (the worker mails the link) a bench run ended with
+    "timed out after 60 s waiting for verify 1 to bench-15-… on bravo"."""
+    import asyncio
+    from contextlib import nullcontext
+
+    from harness.bench import run
+    from harness.state import SiteRecord, SitesFile
+
+    site = SiteRecord(slug="alpha", name="Alpha", base_url="", upstream_url="", origin="", cookie_name="",
+                      database_url="", broker_url="", broker_namespace="", task_queue="", dead_queue="",
+                      s3_endpoint_url="", bucket="", object_prefix="", site_dir="", venv_python="")
+    sites = SitesFile(sites=[site], services=msgspec.convert(
+        {"mode": "embedded", "postgres": {"kind": "postgres", "url": ""}, "broker": {"kind": "redis", "url": ""},
+         "s3": {"kind": "s3", "url": "", "access_key_id": "", "secret_access_key": ""}}, run.state.Services))
+    events: list[str] = []
+
+    class Opened:
+        async def reconnect(self) -> None:
+            pass
+
+    def workers(state_dir: Path, slug: str, count: int) -> None:
+        events.append(f"workers {count}")
+
+    async def api_accounts(*args, **kwargs):
+        events.append("api accounts")
+        return [Opened()], Opened()
+
+    async def history_accounts(*args, **kwargs):
+        events.append("history accounts")
+        return [[Opened()], [Opened()]]
+
+    async def measured(name: str, *args, **kwargs):
+        events.append(name)
+
+    monkeypatch.setattr(run, "set_workers", workers)
+    monkeypatch.setattr(run.state, "load", lambda state_dir: sites)
+    monkeypatch.setattr(run, "open_api_accounts", api_accounts)
+    monkeypatch.setattr(run, "open_history_accounts", history_accounts)
+    for name in ("api_submit", "history", "listing"):
+        monkeypatch.setattr(run, name, lambda *args, _name=name, **kwargs: measured(_name))
+    config = BenchConfig(sites=1, statement_tasks=0, scaling_tasks=0, history_tasks=1000)
+    report = BenchReport(config=config)
+    other = type("Other", (), {"phase": lambda self, name: nullcontext()})()
+    asyncio.run(run.site_phases(tmp_path, sites, site, [Opened()], config, report, other))
+    assert events.index("workers 0") > max(events.index("api accounts"), events.index("history accounts"))
+    assert events.index("workers 0") < min(events.index("api_submit"), events.index("history"))

@@ -30,11 +30,26 @@ def accounts_needed(requests: int, clients: int) -> int:
     return max(clients, -(-requests // SUBMITS_PER_ACCOUNT))
 
 
-async def api_submit(site: SiteRecord, *, requests: int, clients: int, first_index: int) -> ApiSubmit:
+async def open_api_accounts(site: SiteRecord, *, requests: int, clients: int,
+                            first_index: int) -> tuple[list[Account], Account]:
+    """The phase's accounts and the one its burst goes to. Opened while the site's workers run: a
+    site that asks for proven addresses mails the link from its worker, which this phase stops."""
     count = accounts_needed(requests, clients)
     accounts = list(await asyncio.gather(*(open_account(site, first_index + i) for i in range(count))))
-    limit_account = await open_account(site, first_index + count)
     try:
+        return accounts, await open_account(site, first_index + count)
+    except BaseException:
+        for account in accounts:
+            await account.close()
+        raise
+
+
+async def api_submit(site: SiteRecord, accounts: list[Account], limit_account: Account, *, requests: int,
+                     clients: int) -> ApiSubmit:
+    """Measure with the accounts ``open_api_accounts`` gave, and close them."""
+    try:
+        for account in [*accounts, limit_account]:  # idle while the workers stopped: connect anew
+            await account.reconnect()
         return await _measure(site, accounts, limit_account, requests, clients)
     finally:
         for account in [*accounts, limit_account]:

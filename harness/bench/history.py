@@ -122,11 +122,20 @@ async def _timed(account: Account, samples: int, call: Callable[[Account], Await
     return times
 
 
-async def measure(state_dir: Path, site: SiteRecord, samples: int, first_index: int) -> HistorySize:
-    """Submit and list latency with fresh accounts, then (their tasks canceled) a pass and the audit."""
+async def open_history_accounts(site: SiteRecord, samples: int, first_index: int) -> list[list[Account]]:
+    """Fresh accounts for each of the two measures (the site empty, then full). Opened while the site's
+    workers run: a site that asks for proven addresses mails the link from its worker, which this
+    phase stops."""
     needed = -(-samples // SUBMITS_PER_ACCOUNT)
-    accounts = list(await asyncio.gather(*(open_account(site, first_index + i) for i in range(needed))))
+    return [list(await asyncio.gather(*(open_account(site, first + i) for i in range(needed))))
+            for first in (first_index, first_index + 1000)]
+
+
+async def measure(state_dir: Path, site: SiteRecord, samples: int, accounts: list[Account]) -> HistorySize:
+    """Submit and list latency with fresh accounts, then (their tasks canceled) a pass and the audit."""
     try:
+        for account in accounts:  # idle meanwhile: connect anew
+            await account.reconnect()
         submits: list[float] = []
         for index, account in enumerate(accounts):
             share = min(SUBMITS_PER_ACCOUNT, samples - index * SUBMITS_PER_ACCOUNT)
@@ -152,12 +161,19 @@ async def measure(state_dir: Path, site: SiteRecord, samples: int, first_index: 
                        first_pass_s=probed["first_pass_s"], step_s=probed["step_s"])
 
 
-async def history(state_dir: Path, site: SiteRecord, *, tasks: int, samples: int, first_index: int) -> History:
-    """The site as it is, then with ``tasks`` more tasks of history."""
+async def history(state_dir: Path, site: SiteRecord, *, tasks: int, samples: int,
+                  accounts: list[list[Account]]) -> History:
+    """The site as it is, then with ``tasks`` more tasks of history (``accounts``: open_history_accounts')."""
     days = site_policy(site)["tasks"].get("history_days", 90)
-    empty = await measure(state_dir, site, samples, first_index)
-    seconds = await seed(site.database_url, tasks, days)
-    full = await measure(state_dir, site, samples, first_index + 1000)
+    empty_accounts, full_accounts = accounts
+    try:
+        empty = await measure(state_dir, site, samples, empty_accounts)
+        seconds = await seed(site.database_url, tasks, days)
+    except BaseException:
+        for account in full_accounts:
+            await account.close()
+        raise
+    full = await measure(state_dir, site, samples, full_accounts)
     added = full.tasks - empty.tasks
     per_100k = round((full.audit_s - empty.audit_s) / added * 100_000, 2) if added > 0 else None
     return History(site=site.slug, seeded=tasks, seed_seconds=seconds, empty=empty, full=full,

@@ -27,11 +27,11 @@ from harness.state import SiteRecord, SitesFile
 
 from . import cpu, rounds, tables
 from .accounts import Account, open_account
-from .api import api_submit
+from .api import api_submit, open_api_accounts
 from .baseline import baseline
 from .ceiling import pgbench
 from .endtoend import end_to_end
-from .history import history
+from .history import history, open_history_accounts
 from .listing import listing
 from .machine import OtherLoad, describe
 from .measure import BenchError, mib_per_second
@@ -92,16 +92,23 @@ async def site_phases(state_dir: Path, sites: SitesFile, site: SiteRecord, accou
         log.info("%s: scaling web and worker processes", site.slug)
         report.scaling += await scale_out(state_dir, site, accounts, counts=config.scaling,
                                           tasks=config.scaling_tasks, other=other)
+    # The phases below run with the workers stopped; their accounts are made first (where a site asks
+    # for proven addresses, its worker mails the links).
+    api_accounts, limit_account = await open_api_accounts(site, requests=config.tasks, clients=config.concurrency,
+                                                          first_index=config.concurrency)
+    measures_history = bool(config.history_tasks) and site.slug == sites.sites[0].slug
+    history_accounts = (await open_history_accounts(site, config.history_samples, 10 * config.concurrency)
+                        if measures_history else [])
     await asyncio.to_thread(set_workers, state_dir, site.slug, 0)
     log.info("%s: API submit", site.slug)
     with other.phase(f"{site.slug} API submit"):
-        report.api.append(await api_submit(site, requests=config.tasks, clients=config.concurrency,
-                                           first_index=config.concurrency))
-    if config.history_tasks and site.slug == sites.sites[0].slug:
+        report.api.append(await api_submit(site, api_accounts, limit_account, requests=config.tasks,
+                                           clients=config.concurrency))
+    if measures_history:
         log.info("%s: cost as history grows, %d tasks", site.slug, config.history_tasks)
         with other.phase(f"{site.slug} history"):
             report.history = await history(state_dir, site, tasks=config.history_tasks,
-                                           samples=config.history_samples, first_index=10 * config.concurrency)
+                                           samples=config.history_samples, accounts=history_accounts)
     log.info("%s: list latency at %d tasks", site.slug, config.list_tasks)
     with other.phase(f"{site.slug} list"):
         report.listing.append(await listing(site, accounts[0], total=config.list_tasks,
