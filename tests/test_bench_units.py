@@ -97,7 +97,8 @@ def _report() -> BenchReport:
                         load_before=(0.1, 0.2, 0.3), services="embedded"),
         wall_seconds=300.0,
         end_to_end=[EndToEnd(site="alpha", price=0, workers=1, tasks=100, seconds=5.0, tasks_per_s=20.0,
-                             latency=_latency(180.0), cpu_ms_per_task={"web": 8.0, "worker": 15.5, "postgres": 9.0}),
+                             latency=_latency(180.0), cpu_ms_per_task={"web": 8.0, "worker": 15.5, "postgres": 9.0},
+                             unit_ms=1.3),
                     EndToEnd(site="alpha", price=0, workers=2, tasks=100, seconds=4.0, tasks_per_s=25.0,
                              latency=_latency(150.0))],
         commits=[Commits(site="alpha", tasks=100, write_commits=700, all_commits=1100, poll_queries=80,
@@ -109,7 +110,7 @@ def _report() -> BenchReport:
                            cpu_ms_per_task={"bare worker": 10.0, "postgres": 1.0}),
                   Baseline(workers=2, tasks=100, seconds=2.0, tasks_per_s=50.0, latency=_latency(80.0))],
         naive=[Naive(workers=1, tasks=100, seconds=3.0, tasks_per_s=32.0, latency=_latency(110.0),
-                     cpu_ms_per_task={"web": 3.0, "worker": 11.0, "postgres": 2.0}),
+                     cpu_ms_per_task={"web": 3.0, "worker": 11.0, "postgres": 2.0}, unit_ms=1.0),
                Naive(workers=2, tasks=100, seconds=2.5, tasks_per_s=40.0, latency=_latency(100.0))],
         pgbench=[Pgbench(clients=1, seconds=8, tps=1000.0), Pgbench(clients=4, seconds=8, tps=1400.0)],
         normalize=Normalize(size=1 << 20, normalize_mib_s=200.0, normalize_trim_mib_s=90.0, copy_mib_s=20000.0),
@@ -133,9 +134,10 @@ def test_the_reference_table_shows_both_ratios_per_worker_count() -> None:
     header, one, two = rendered.splitlines()
     assert "ours/naive" in header and "ours/bare" in header and "range" in header
     # one round: no range to show
-    # CPU per task: alpha 1w 32.5 ms against the naive site's 16
-    assert one.split() == ["alpha", "1", "1", "20.0", "32.0", "40.0", "0.62", "-", "0.50", "-", "2.03", "-"]
-    assert two.split() == ["alpha", "2", "1", "25.0", "40.0", "50.0", "0.62", "-", "0.50", "-", "-", "-"]
+    # CPU per task: alpha 1w 32.5 ms against the naive site's 16; at equal speed 32.5 / 1.3 against 16 / 1.0
+    assert one.split() == ["alpha", "1", "1", "20.0", "32.0", "40.0", "0.62", "-", "0.50", "-", "2.03", "-", "1.56",
+                           "-"]
+    assert two.split() == ["alpha", "2", "1", "25.0", "40.0", "50.0", "0.62", "-", "0.50", "-", "-", "-", "-", "-"]
     no_naive = _report()
     no_naive.naive = []
     assert not [s for s in tables.sections(no_naive) if s[0].startswith("Against the references")]
@@ -145,7 +147,7 @@ def test_the_naive_site_has_its_rows_in_the_end_to_end_and_cpu_tables() -> None:
     sections = dict(tables.sections(_report()))
     end_to_end = next(v for k, v in sections.items() if k.startswith("End to end"))
     naive_1w = next(line for line in end_to_end.splitlines() if line.startswith("naive site") and " 1 " in line)
-    assert naive_1w.split()[-1] == "0.80"  # naive over bare, 32 / 40
+    assert naive_1w.split()[-2:] == ["0.80", "1.00"]  # naive over bare, 32 / 40; the probe's unit
     profile = next(v for k, v in sections.items() if k.startswith("CPU per task"))
     naive_cpu = next(line for line in profile.splitlines() if line.startswith("naive site 1w"))
     assert naive_cpu.split()[-1] == "16.0"  # web 3 + worker 11 + postgres 2
@@ -673,7 +675,7 @@ def test_the_reference_table_shows_each_ratios_median_and_range_across_rounds() 
     ((_, rendered),) = [s for s in tables.sections(report) if s[0].startswith("Against the references")]
     (row,) = rendered.splitlines()[1:]
     assert row.split() == ["alpha", "1", "3", "50.0", "100.0", "100.0", "0.50", "0.50-0.60", "0.50", "0.40-0.50",
-                           "1.00", "1.00-1.00"]  # each round's CPU per task the same on both sides
+                           "1.00", "1.00-1.00", "-", "-"]  # each round's CPU per task the same on both sides; no probe
     end_to_end = next(v for k, v in tables.sections(report) if k.startswith("End to end"))
     assert "3 interleaved rounds" in next(k for k, _ in tables.sections(report) if k.startswith("End to end"))
     assert len([line for line in end_to_end.splitlines() if line.startswith("alpha")]) == 3  # one row a round
@@ -686,6 +688,45 @@ def test_the_cpu_ratio_is_taken_within_each_round() -> None:
     # ours: 11, 12, 13 ms; naive: 5, 9, 13 ms
     assert rounds.cpu_ratios(report, rounds.NAIVE) == {("alpha", 1): [2.2, 1.333, 1.0]}
     assert rounds.cpu_ratio_spreads(report, rounds.NAIVE)[("alpha", 1)] == rounds.Spread(1.333, 1.0, 2.2, 3)
+
+
+def test_at_equal_speed_each_sides_cpu_is_counted_in_its_own_batchs_probe_units() -> None:
+    report = _rounds_report(ours=[50.0, 20.0, 60.0], naive=[100.0, 40.0, 100.0], bare=[100.0, 50.0, 120.0])
+    # ours cost 11, 12, 13 ms; the naive site 10 ms in every round. In round 2 the machine ran slow
+    # while ours ran (the probe's unit 1.2 ms against 1.0), in round 3 while the naive site ran.
+    report.end_to_end = [msgspec.structs.replace(e, unit_ms=unit) for e, unit in zip(report.end_to_end,
+                                                                                      [1.0, 1.2, 1.0], strict=True)]
+    report.naive = [msgspec.structs.replace(n, cpu_ms_per_task={"web": 5.0, "worker": 5.0}, unit_ms=unit)
+                    for n, unit in zip(report.naive, [1.0, 1.0, 1.3], strict=True)]
+    assert rounds.cpu_ratios(report, rounds.NAIVE) == {("alpha", 1): [1.1, 1.2, 1.3]}
+    assert rounds.speed_cpu_ratios(report, rounds.NAIVE) == {("alpha", 1): [1.1, 1.0, 1.69]}
+    assert rounds.speed_cpu_ratio_spreads(report, rounds.NAIVE)[("alpha", 1)] == rounds.Spread(1.1, 1.0, 1.69, 3)
+    # a batch without a probe (a report from before it) gives no ratio at equal speed
+    report.naive[0] = msgspec.structs.replace(report.naive[0], unit_ms=None)
+    assert rounds.speed_cpu_ratios(report, rounds.NAIVE) == {("alpha", 1): [None, 1.0, 1.69]}
+    found = {row.label: row.after for row in compare.rows([(report, report)], "alpha")[0]}
+    assert found["CPU / task, ours / naive, equal speed"] == 1.34  # the median of 1.0 and 1.69
+
+
+def test_the_speed_probe_times_its_unit_in_a_process_of_its_own_until_told_to_stop() -> None:
+    import asyncio
+    import os
+
+    from harness.bench import speed
+
+    async def probed() -> speed.Probe:
+        async with speed.Probe() as probe:
+            assert probe.unit_ms is None  # known only once it stopped
+            started = os.times()
+            while os.times().elapsed - started.elapsed < 0.5:  # half a second of a batch's own work
+                sum(i * i for i in range(10_000))
+        return probe
+
+    probe = asyncio.run(probed())
+    assert probe.samples >= 1 and probe.unit_ms is not None
+    # the unit is the same work in this process: the probe timed it, not its start-up or its waits
+    own = sorted(speed.unit_ms() for _ in range(21))[10]
+    assert own / 4 < probe.unit_ms < own * 4
 
 
 def test_cpu_per_task_is_the_median_of_each_process_across_rounds() -> None:

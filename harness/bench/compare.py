@@ -45,8 +45,9 @@ def _median_ratio(report: BenchReport, reference: str, site: str, workers: int) 
     return round(found.median, 2) if found else None
 
 
-def _median_cpu_ratio(report: BenchReport, site: str, workers: int) -> float | None:
-    found = rounds.cpu_ratio_spreads(report, rounds.NAIVE).get((site, workers))
+def _median_cpu_ratio(report: BenchReport, site: str, workers: int, equal_speed: bool = False) -> float | None:
+    spreads = rounds.speed_cpu_ratio_spreads if equal_speed else rounds.cpu_ratio_spreads
+    found = spreads(report, rounds.NAIVE).get((site, workers))
     return round(found.median, 2) if found else None
 
 
@@ -67,6 +68,7 @@ def figures(report: BenchReport, site: str, workers: int = 1) -> dict[str, float
         "ours / naive": _median_ratio(report, rounds.NAIVE, site, workers),
         "ours / bare": _median_ratio(report, rounds.BARE, site, workers),
         "CPU / task, ours / naive": _median_cpu_ratio(report, site, workers),
+        "CPU / task, ours / naive, equal speed": _median_cpu_ratio(report, site, workers, equal_speed=True),
     }
 
 

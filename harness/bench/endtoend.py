@@ -21,6 +21,7 @@ from .accounts import Account, normalized, task_price
 from .loop import TASKS_FINISHED, Completions, LoopResult, StartJob, closed_loop
 from .measure import BenchError
 from .results import Commits, EndToEnd
+from .speed import Probe
 
 
 def database_name(site: SiteRecord) -> str:
@@ -63,10 +64,11 @@ async def end_to_end(site: SiteRecord, accounts: list[Account], *, tasks: int, w
         await closed_loop(start, Completions(conn, TASKS_FINISHED), len(accounts), len(accounts))
         window = await commits.open_window(server, database_name(site)) if server else None
         completions = Completions(conn, TASKS_FINISHED)
-        before = cpu.reading(groups)
-        batch: LoopResult = await closed_loop(start, completions, tasks, len(accounts), seconds)
-        done = len(batch.jobs)
-        used = cpu.per_task(before, cpu.reading(groups), done)
+        async with Probe() as probe:
+            before = cpu.reading(groups)
+            batch: LoopResult = await closed_loop(start, completions, tasks, len(accounts), seconds)
+            done = len(batch.jobs)
+            used = cpu.per_task(before, cpu.reading(groups), done)
         counted = None
         if server and window:
             counted = await commits.close_window(server, database_name(site), window, site=site.slug, tasks=done,
@@ -77,5 +79,6 @@ async def end_to_end(site: SiteRecord, accounts: list[Account], *, tasks: int, w
         if server:
             await server.close()
     result = EndToEnd(site=site.slug, price=task_price(site), workers=workers, tasks=done, seconds=batch.seconds,
-                      tasks_per_s=batch.jobs_per_s, latency=batch.latency, cpu_ms_per_task=used, round=round_number)
+                      tasks_per_s=batch.jobs_per_s, latency=batch.latency, cpu_ms_per_task=used, round=round_number,
+                       unit_ms=probe.unit_ms)
     return result, counted

@@ -30,6 +30,7 @@ from .bare_worker import Config
 from .loop import Completions, StartJob, closed_loop
 from .measure import BenchError
 from .results import Baseline
+from .speed import Probe
 
 R = TypeVar("R", bound=Baseline)  # a reference's result: Baseline, or Naive with the same fields
 
@@ -117,11 +118,13 @@ async def per_worker_count(result: type[R], jobs: Jobs, worker: Command, *, coun
         async with running(commands, environ, logs) as pids:
             await closed_loop(jobs.start, Completions(jobs.conn, jobs.finished), concurrency, concurrency)
             counted = {**groups, worker_group: set(pids)}
-            before = cpu.reading(counted)
-            batch = await closed_loop(jobs.start, Completions(jobs.conn, jobs.finished), tasks, concurrency, seconds)
-            used = cpu.per_task(before, cpu.reading(counted), len(batch.jobs))
+            async with Probe() as probe:
+                before = cpu.reading(counted)
+                batch = await closed_loop(jobs.start, Completions(jobs.conn, jobs.finished), tasks, concurrency,
+                                          seconds)
+                used = cpu.per_task(before, cpu.reading(counted), len(batch.jobs))
         await jobs.check(batch.jobs)
         measured.append(result(workers=count, tasks=len(batch.jobs), seconds=batch.seconds,
                                tasks_per_s=batch.jobs_per_s, latency=batch.latency, cpu_ms_per_task=used,
-                               round=round_number))
+                               round=round_number, unit_ms=probe.unit_ms))
     return measured

@@ -81,6 +81,7 @@ class EndToEnd(msgspec.Struct, frozen=True):
     latency: Latency  # submit request sent -> task.finished_at (same clock)
     cpu_ms_per_task: dict[str, float] = msgspec.field(default_factory=dict)  # by process (cpu.py)
     round: int = 1  # of the interleaved rounds (rounds.py); reports before them had one
+    unit_ms: float | None = None  # the speed probe's median unit during the batch (speed.py); older reports: None
 
 
 class Commits(msgspec.Struct, frozen=True):
@@ -147,6 +148,7 @@ class Baseline(msgspec.Struct, frozen=True):
     latency: Latency  # message sent -> result row's finished_at
     cpu_ms_per_task: dict[str, float] = msgspec.field(default_factory=dict)
     round: int = 1
+    unit_ms: float | None = None  # the speed probe's median unit during the batch (speed.py)
 
 
 class Naive(Baseline, frozen=True):

@@ -85,6 +85,32 @@ def cpu_ratio_spreads(report: BenchReport, reference: str) -> dict[tuple[str, in
     return {key: spread(values) for key, values in cpu_ratios(report, reference).items()}
 
 
+def at_equal_speed(run: Baseline | EndToEnd) -> float | None:
+    """The batch's CPU per task (every process) in units of the speed probe's work (speed.py); None
+    for a batch without a probe (reports from before it)."""
+    if not run.unit_ms:
+        return None
+    return sum(run.cpu_ms_per_task.values()) / run.unit_ms
+
+
+def speed_cpu_ratios(report: BenchReport, reference: str) -> dict[tuple[str, int], list[float | None]]:
+    """``cpu_ratios`` with each side's CPU counted at equal machine speed: each batch's CPU per task over
+    its speed probe's unit. A round whose two batches ran at different speeds (the machine drifted
+    between them) is compared as if both had run at one."""
+    theirs = {(run.workers, run.round): at_equal_speed(run)
+              for run in (report.naive if reference == NAIVE else report.baseline)}
+    out: dict[tuple[str, int], list[float | None]] = {}
+    for run in sorted(report.end_to_end, key=lambda e: e.round):
+        ours, other = at_equal_speed(run), theirs.get((run.workers, run.round))
+        out.setdefault((run.site, run.workers), []).append(
+            ratio(ours, other) if ours is not None and other else None)
+    return out
+
+
+def speed_cpu_ratio_spreads(report: BenchReport, reference: str) -> dict[tuple[str, int], Spread | None]:
+    return {key: spread(values) for key, values in speed_cpu_ratios(report, reference).items()}
+
+
 def rate_spreads(runs: Iterable[Baseline | EndToEnd]) -> dict[int, Spread | None]:
     """tasks/s across rounds by worker processes (of one site, or of one reference)."""
     grouped: dict[int, list[float]] = {}

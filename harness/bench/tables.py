@@ -128,16 +128,18 @@ def reference_table(report: BenchReport, markdown: bool = False) -> str:
     over_naive = rounds.ratio_spreads(report, rounds.NAIVE)
     over_bare = rounds.ratio_spreads(report, rounds.BARE)
     cpu_over_naive = rounds.cpu_ratio_spreads(report, rounds.NAIVE)
+    even_over_naive = rounds.speed_cpu_ratio_spreads(report, rounds.NAIVE)
     rows = []
     for (site, workers), runs in batches(report.end_to_end).items():
         ours = rounds.rate_spreads(runs)[workers]
         by_naive, by_bare = over_naive[(site, workers)], over_bare[(site, workers)]
-        cpu = cpu_over_naive[(site, workers)]
+        cpu, even = cpu_over_naive[(site, workers)], even_over_naive[(site, workers)]
         rows.append([site, workers, len(runs), ours.median if ours else None, naive.get(workers), bare.get(workers),
                      by_naive.median if by_naive else None, span(by_naive), by_bare.median if by_bare else None,
-                     span(by_bare), cpu.median if cpu else None, span(cpu)])
+                     span(by_bare), cpu.median if cpu else None, span(cpu), even.median if even else None,
+                     span(even)])
     return table(["site", "workers", "rounds", "tasks/s", "naive tasks/s", "bare tasks/s", "ours/naive", "range",
-                  "ours/bare", "range", "CPU ours/naive", "range"], rows, markdown)
+                  "ours/bare", "range", "CPU ours/naive", "range", "at equal speed", "range"], rows, markdown)
 
 
 def sections(report: BenchReport, markdown: bool = False) -> list[tuple[str, str]]:
@@ -151,20 +153,21 @@ def sections(report: BenchReport, markdown: bool = False) -> list[tuple[str, str
 
     rows: list[list[object]] = [
         [e.site, e.price, e.workers, e.round, e.tasks, e.tasks_per_s, e.latency.p50, e.latency.p95, e.latency.p99,
-         vs_bare(e)] for e in report.end_to_end]
+         vs_bare(e), e.unit_ms] for e in report.end_to_end]
     rows += [["bare actor", "-", b.workers, b.round, b.tasks, b.tasks_per_s, b.latency.p50, b.latency.p95,
-              b.latency.p99, 1.0] for b in report.baseline]
+              b.latency.p99, 1.0, b.unit_ms] for b in report.baseline]
     rows += [["naive site", "-", n.workers, n.round, n.tasks, n.tasks_per_s, n.latency.p50, n.latency.p95,
-              n.latency.p99, vs_bare(n)] for n in report.naive]
+              n.latency.p99, vs_bare(n), n.unit_ms] for n in report.naive]
     if rows:
         out.append((f"End to end, submit -> succeeded ({config.concurrency} in flight, batches of at least "
                     f"{config.tasks} tasks and {config.batch_seconds:g} s, {config.rounds} interleaved rounds)",
                     table(["site", "price", "workers", "round", "tasks", "tasks/s", "p50 ms", "p95 ms", "p99 ms",
-                           "vs bare"], rows, markdown)))
+                           "vs bare", "probe unit ms"], rows, markdown)))
     if report.end_to_end and report.naive:
         out.append(("Against the references, medians across rounds (each ratio taken within a round) and their "
                     "ranges: tasks/s of ours / naive site (the price of the guarantees), ours / bare actor, and "
-                    "CPU per task (every process) of ours / naive site",
+                    "CPU per task (every process) of ours / naive site, as measured and at equal machine speed "
+                    "(each batch's CPU over its speed probe's unit, speed.py)",
                     reference_table(report, markdown)))
     if report.end_to_end or report.baseline or report.naive:
         runs = [(f"{site} {workers}w", rounds.median_cpu(group))
