@@ -79,6 +79,32 @@ def _serve_commands_then_stop(site_dir: Path, python: str, state: Path) -> None:
     assert "no `dev` is running" in after.stderr and "python -m zeta9 dev" in after.stderr, after.stderr
 
 
+@pytest.mark.slow
+def test_a_port_in_use_is_refused_before_any_service_starts(installed_site: tuple[Path, str], tmp_path: Path) -> None:
+    """dev holds its web port from its first step: seen in the kit's test run, dev's own SeaweedFS master
+    was given the port the test had chosen for dev's web (the kernel handed it out again, free until the
+    web bound it), and the site's requests reached SeaweedFS (404 on /api/auth/register). Held from the
+    start, the port can go to no service of dev's, and a port somebody else holds is said at once."""
+    import socket
+
+    site_dir, python = installed_site
+    state = tmp_path / "state"
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        try:
+            refused = subprocess.run([python, "-m", "zeta9", "dev", "--port", str(port), "--state", str(state)],
+                                     cwd=site_dir, env=without_services(), capture_output=True, text=True,
+                                     timeout=120, check=False)
+        finally:
+            remove_dev_state(state)
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert f"port {port} on 127.0.0.1 is in use" in refused.stderr, refused.stderr
+    assert "migrations" not in refused.stdout  # nothing was started or migrated first
+    assert not (state / "postgres.log").exists() and not (state / "valkey.log").exists()
+
+
 def _client(url: str) -> httpx.Client:
     return httpx.Client(base_url=url, headers={"Origin": url}, timeout=30)
 

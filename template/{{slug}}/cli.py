@@ -19,7 +19,7 @@ import sys
 from collections.abc import Callable
 
 from .db.migrate import MigrationError, migrate_database
-from .dev_services import DevAlreadyRunning, state_folder, with_dev_services
+from .dev_services import DevAlreadyRunning, DevPortInUse, state_folder, with_dev_services
 from .settings import Settings, SettingsError, load_settings
 
 PACKAGE = __package__
@@ -351,7 +351,7 @@ def main(argv: list[str] | None = None) -> int:
         environ = os.environ if args.command == "dev" else with_dev_services(os.environ, state_folder(args.state))
         settings = load_settings(environ=environ)
         return args.handler(settings, args)
-    except (SettingsError, MigrationError, CommandError, DevAlreadyRunning) as error:
+    except (SettingsError, MigrationError, CommandError, DevAlreadyRunning, DevPortInUse) as error:
         print(f"{PACKAGE}: {error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -16,6 +16,7 @@ import argparse
 import asyncio
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -24,10 +25,12 @@ from pathlib import Path
 import asyncpg
 
 from . import dev_services, embedded
+from .dev_services import DevPortInUse
 from .db.migrate import migrate_database
 from .settings import Settings, load_environment
 
 PACKAGE = __package__
+WEB_HOST = "127.0.0.1"  # dev serves on loopback only
 
 
 async def ensure_database(server_url: str, name: str) -> str:
@@ -61,7 +64,7 @@ def child_commands(port: int) -> dict[str, list[str]]:
     """The site's processes, each a ``python -m <site> ...`` child."""
     python = [sys.executable, "-m", PACKAGE]
     return {
-        "web": [*python, "serve", "--port", str(port)],
+        "web": [*python, "serve", "--host", WEB_HOST, "--port", str(port)],
         "worker": [*python, "worker"],
         "maintain": [*python, "maintain", "--loop", "30"],
     }
@@ -86,6 +89,19 @@ class StopOnSignal:
             raise KeyboardInterrupt
 
 
+def hold_port(host: str, port: int) -> socket.socket:
+    """``port`` bound now and held until the web process takes it over. The ports dev's services are
+    given are ones the kernel finds free, and until the web process binds its own, that one is
+    free too: a service was once given it, and the site's requests reached that service."""
+    held = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        held.bind((host, port))
+    except OSError:
+        held.close()
+        raise DevPortInUse(host, port) from None
+    return held
+
+
 def run_dev(settings: Settings, args: argparse.Namespace) -> int:
     stop = StopOnSignal()
     state = dev_services.state_folder(args.state)
@@ -96,6 +112,7 @@ def run_dev(settings: Settings, args: argparse.Namespace) -> int:
 
 def _run(settings: Settings, args: argparse.Namespace, state: Path, stop: StopOnSignal) -> int:
     port = args.port or settings.site.port
+    held = hold_port(WEB_HOST, port)
     env = dict(os.environ)
     started: list[tuple[str, int]] = []  # (kind, pid), stopped in reverse order
 
@@ -124,7 +141,7 @@ def _run(settings: Settings, args: argparse.Namespace, state: Path, stop: StopOn
             env.update(SMTP_URL=sink.url, DEV_MAILBOX=sink.mailbox)
         env.setdefault("SECRET_KEY", embedded.secret_file(state / "secret_key", 48))
         if not env.get("APP_ORIGIN") and args.port:
-            env["APP_ORIGIN"] = f"http://127.0.0.1:{port}"
+            env["APP_ORIGIN"] = f"http://{WEB_HOST}:{port}"
         load_environment(env)  # refuse a bad environment before anything else starts
 
         applied = asyncio.run(migrate_database(env["DATABASE_URL"]))
@@ -132,12 +149,13 @@ def _run(settings: Settings, args: argparse.Namespace, state: Path, stop: StopOn
         dev_services.record(state, env)
 
         children: dict[str, subprocess.Popen] = {}
+        held.close()  # the web process binds it next
         for name, argv in child_commands(port).items():
             children[name] = subprocess.Popen(argv, env=env, start_new_session=True)
             started.append((name, children[name].pid))
 
         url = env.get("APP_ORIGIN") or settings.origin
-        _wait_ready(f"http://127.0.0.1:{port}/readyz", children["web"])
+        _wait_ready(f"http://{WEB_HOST}:{port}/readyz", children["web"])
         print(f"{settings.site.name} is running at {url}  (Ctrl-C stops it)", flush=True)
         if env.get("DEV_MAILBOX"):
             print(f"mail it sends is listed at {url}/dev/mail", flush=True)
@@ -152,6 +170,7 @@ def _run(settings: Settings, args: argparse.Namespace, state: Path, stop: StopOn
     except KeyboardInterrupt:
         return 0
     finally:
+        held.close()
         stop.stopping = True
         dev_services.forget(state)
         for kind, pid in reversed(started):

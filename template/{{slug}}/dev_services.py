@@ -44,6 +44,13 @@ class DevAlreadyRunning(Exception):
         self.pid = pid
 
 
+class DevPortInUse(Exception):
+    """The port dev's web process is to serve on is held by another process."""
+
+    def __init__(self, host: str, port: int) -> None:
+        super().__init__(f"port {port} on {host} is in use; stop what holds it, or choose another with --port")
+
+
 def state_folder(given: str | None) -> Path:
     return Path(given or PROJECT_ROOT / ".state").resolve()
 
