@@ -25,7 +25,6 @@ from pathlib import Path
 import asyncpg
 
 from . import dev_services, embedded
-from .dev_services import DevPortInUse
 from .db.migrate import migrate_database
 from .settings import Settings, load_environment
 
@@ -98,7 +97,7 @@ def hold_port(host: str, port: int) -> socket.socket:
         held.bind((host, port))
     except OSError:
         held.close()
-        raise DevPortInUse(host, port) from None
+        raise dev_services.DevPortInUse(host, port) from None
     return held
 
 
