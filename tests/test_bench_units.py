@@ -827,6 +827,9 @@ def test_the_accounts_of_the_phases_without_workers_are_made_while_the_workers_r
         async def reconnect(self) -> None:
             pass
 
+        async def close(self) -> None:
+            pass
+
     def workers(state_dir: Path, slug: str, count: int) -> None:
         events.append(f"workers {count}")
 
@@ -853,3 +856,49 @@ def test_the_accounts_of_the_phases_without_workers_are_made_while_the_workers_r
     asyncio.run(run.site_phases(tmp_path, sites, site, [Opened()], config, report, other))
     assert events.index("workers 0") > max(events.index("api accounts"), events.index("history accounts"))
     assert events.index("workers 0") < min(events.index("api_submit"), events.index("history"))
+
+
+def test_the_phases_accounts_are_closed_when_a_later_one_cannot_be_opened(monkeypatch: pytest.MonkeyPatch,
+                                                                         tmp_path: Path) -> None:
+    """The API phase's accounts are opened first; if the history phase's cannot be (or the workers
+    cannot be stopped), the API phase never runs to close them: the phases close what they opened."""
+    import asyncio
+    from contextlib import nullcontext
+
+    from harness.bench import run
+    from harness.state import SiteRecord, SitesFile
+
+    site = SiteRecord(slug="alpha", name="Alpha", base_url="", upstream_url="", origin="", cookie_name="",
+                      database_url="", broker_url="", broker_namespace="", task_queue="", dead_queue="",
+                      s3_endpoint_url="", bucket="", object_prefix="", site_dir="", venv_python="")
+    sites = SitesFile(sites=[site], services=msgspec.convert(
+        {"mode": "embedded", "postgres": {"kind": "postgres", "url": ""}, "broker": {"kind": "redis", "url": ""},
+         "s3": {"kind": "s3", "url": "", "access_key_id": "", "secret_access_key": ""}}, run.state.Services))
+    opened: list = []
+
+    class Opened:
+        def __init__(self) -> None:
+            self.closed = False
+            opened.append(self)
+
+        async def reconnect(self) -> None:
+            pass
+
+        async def close(self) -> None:
+            self.closed = True
+
+    async def api_accounts(*args, **kwargs):
+        return [Opened(), Opened()], Opened()
+
+    async def history_accounts(*args, **kwargs):
+        raise BenchError("registration refused")
+
+    monkeypatch.setattr(run, "set_workers", lambda *args: None)
+    monkeypatch.setattr(run.state, "load", lambda state_dir: sites)
+    monkeypatch.setattr(run, "open_api_accounts", api_accounts)
+    monkeypatch.setattr(run, "open_history_accounts", history_accounts)
+    config = BenchConfig(sites=1, statement_tasks=0, scaling_tasks=0, history_tasks=1000)
+    other = type("Other", (), {"phase": lambda self, name: nullcontext()})()
+    with pytest.raises(BenchError, match="registration refused"):
+        asyncio.run(run.site_phases(tmp_path, sites, site, [], config, BenchReport(config=config), other))
+    assert len(opened) == 3 and all(account.closed for account in opened)

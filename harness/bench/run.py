@@ -97,18 +97,25 @@ async def site_phases(state_dir: Path, sites: SitesFile, site: SiteRecord, accou
     api_accounts, limit_account = await open_api_accounts(site, requests=config.tasks, clients=config.concurrency,
                                                           first_index=config.concurrency)
     measures_history = bool(config.history_tasks) and site.slug == sites.sites[0].slug
-    history_accounts = (await open_history_accounts(site, config.history_samples, 10 * config.concurrency)
-                        if measures_history else [])
-    await asyncio.to_thread(set_workers, state_dir, site.slug, 0)
-    log.info("%s: API submit", site.slug)
-    with other.phase(f"{site.slug} API submit"):
-        report.api.append(await api_submit(site, api_accounts, limit_account, requests=config.tasks,
-                                           clients=config.concurrency))
-    if measures_history:
-        log.info("%s: cost as history grows, %d tasks", site.slug, config.history_tasks)
-        with other.phase(f"{site.slug} history"):
-            report.history = await history(state_dir, site, tasks=config.history_tasks,
-                                           samples=config.history_samples, accounts=history_accounts)
+    history_accounts: list[list[Account]] = []
+    try:
+        if measures_history:
+            history_accounts = await open_history_accounts(site, config.history_samples, 10 * config.concurrency)
+        await asyncio.to_thread(set_workers, state_dir, site.slug, 0)
+        log.info("%s: API submit", site.slug)
+        with other.phase(f"{site.slug} API submit"):
+            report.api.append(await api_submit(site, api_accounts, limit_account, requests=config.tasks,
+                                               clients=config.concurrency))
+        if measures_history:
+            log.info("%s: cost as history grows, %d tasks", site.slug, config.history_tasks)
+            with other.phase(f"{site.slug} history"):
+                report.history = await history(state_dir, site, tasks=config.history_tasks,
+                                               samples=config.history_samples, accounts=history_accounts)
+    finally:
+        # The phases close their own accounts; these are the ones a phase that never ran left open
+        # (closing a closed client does nothing).
+        for account in [*api_accounts, limit_account, *(a for group in history_accounts for a in group)]:
+            await account.close()
     log.info("%s: list latency at %d tasks", site.slug, config.list_tasks)
     with other.phase(f"{site.slug} list"):
         report.listing.append(await listing(site, accounts[0], total=config.list_tasks,
