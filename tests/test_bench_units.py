@@ -699,11 +699,12 @@ def test_at_equal_speed_each_sides_cpu_is_counted_in_its_own_batchs_probe_units(
     report.naive = [msgspec.structs.replace(n, cpu_ms_per_task={"web": 5.0, "worker": 5.0}, unit_ms=unit)
                     for n, unit in zip(report.naive, [1.0, 1.0, 1.3], strict=True)]
     assert rounds.cpu_ratios(report, rounds.NAIVE) == {("alpha", 1): [1.1, 1.2, 1.3]}
-    assert rounds.speed_cpu_ratios(report, rounds.NAIVE) == {("alpha", 1): [1.1, 1.0, 1.69]}
-    assert rounds.speed_cpu_ratio_spreads(report, rounds.NAIVE)[("alpha", 1)] == rounds.Spread(1.1, 1.0, 1.69, 3)
+    assert rounds.cpu_ratios(report, rounds.NAIVE, rounds.at_equal_speed) == {("alpha", 1): [1.1, 1.0, 1.69]}
+    assert (rounds.cpu_ratio_spreads(report, rounds.NAIVE, rounds.at_equal_speed)[("alpha", 1)]
+            == rounds.Spread(1.1, 1.0, 1.69, 3))
     # a batch without a probe (a report from before it) gives no ratio at equal speed
     report.naive[0] = msgspec.structs.replace(report.naive[0], unit_ms=None)
-    assert rounds.speed_cpu_ratios(report, rounds.NAIVE) == {("alpha", 1): [None, 1.0, 1.69]}
+    assert rounds.cpu_ratios(report, rounds.NAIVE, rounds.at_equal_speed) == {("alpha", 1): [None, 1.0, 1.69]}
     found = {row.label: row.after for row in compare.rows([(report, report)], "alpha")[0]}
     assert found["CPU / task, ours / naive, equal speed"] == 1.34  # the median of 1.0 and 1.69
 
@@ -804,14 +805,8 @@ def test_the_history_row_sets_the_full_site_against_the_empty_one(tmp_path: Path
 # --- the phases after the rounds ---------------------------------------------------
 
 
-def test_the_accounts_of_the_phases_without_workers_are_made_while_the_workers_run(
-        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """The API and history phases stop the site's workers. Their accounts were registered after that,
-    so on a site that asks for proven addresses (the worker mails the link) a bench run ended with
-    "timed out after 60 s waiting for verify 1 to bench-15-… on bravo"."""
-    import asyncio
-    from contextlib import nullcontext
-
+def _one_embedded_site():
+    """One site record and its sites file, as the bench's phases read them (nothing behind them)."""
     from harness.bench import run
     from harness.state import SiteRecord, SitesFile
 
@@ -821,6 +816,26 @@ def test_the_accounts_of_the_phases_without_workers_are_made_while_the_workers_r
     sites = SitesFile(sites=[site], services=msgspec.convert(
         {"mode": "embedded", "postgres": {"kind": "postgres", "url": ""}, "broker": {"kind": "redis", "url": ""},
          "s3": {"kind": "s3", "url": "", "access_key_id": "", "secret_access_key": ""}}, run.state.Services))
+    return site, sites
+
+
+def _no_other_load():
+    """The bench's other-load watcher, watching nothing."""
+    from contextlib import nullcontext
+
+    return type("Other", (), {"phase": lambda self, name: nullcontext()})()
+
+
+def test_the_accounts_of_the_phases_without_workers_are_made_while_the_workers_run(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The API and history phases stop the site's workers. Their accounts were registered after that,
+    so on a site that asks for proven addresses (the worker mails the link) a bench run ended with
+    "timed out after 60 s waiting for verify 1 to bench-15-… on bravo"."""
+    import asyncio
+
+    from harness.bench import run
+
+    site, sites = _one_embedded_site()
     events: list[str] = []
 
     class Opened:
@@ -852,7 +867,7 @@ def test_the_accounts_of_the_phases_without_workers_are_made_while_the_workers_r
         monkeypatch.setattr(run, name, lambda *args, _name=name, **kwargs: measured(_name))
     config = BenchConfig(sites=1, statement_tasks=0, scaling_tasks=0, history_tasks=1000)
     report = BenchReport(config=config)
-    other = type("Other", (), {"phase": lambda self, name: nullcontext()})()
+    other = _no_other_load()
     asyncio.run(run.site_phases(tmp_path, sites, site, [Opened()], config, report, other))
     assert events.index("workers 0") > max(events.index("api accounts"), events.index("history accounts"))
     assert events.index("workers 0") < min(events.index("api_submit"), events.index("history"))
@@ -863,17 +878,10 @@ def test_the_phases_accounts_are_closed_when_a_later_one_cannot_be_opened(monkey
     """The API phase's accounts are opened first; if the history phase's cannot be (or the workers
     cannot be stopped), the API phase never runs to close them: the phases close what they opened."""
     import asyncio
-    from contextlib import nullcontext
 
     from harness.bench import run
-    from harness.state import SiteRecord, SitesFile
 
-    site = SiteRecord(slug="alpha", name="Alpha", base_url="", upstream_url="", origin="", cookie_name="",
-                      database_url="", broker_url="", broker_namespace="", task_queue="", dead_queue="",
-                      s3_endpoint_url="", bucket="", object_prefix="", site_dir="", venv_python="")
-    sites = SitesFile(sites=[site], services=msgspec.convert(
-        {"mode": "embedded", "postgres": {"kind": "postgres", "url": ""}, "broker": {"kind": "redis", "url": ""},
-         "s3": {"kind": "s3", "url": "", "access_key_id": "", "secret_access_key": ""}}, run.state.Services))
+    site, sites = _one_embedded_site()
     opened: list = []
 
     class Opened:
@@ -898,7 +906,7 @@ def test_the_phases_accounts_are_closed_when_a_later_one_cannot_be_opened(monkey
     monkeypatch.setattr(run, "open_api_accounts", api_accounts)
     monkeypatch.setattr(run, "open_history_accounts", history_accounts)
     config = BenchConfig(sites=1, statement_tasks=0, scaling_tasks=0, history_tasks=1000)
-    other = type("Other", (), {"phase": lambda self, name: nullcontext()})()
+    other = _no_other_load()
     with pytest.raises(BenchError, match="registration refused"):
         asyncio.run(run.site_phases(tmp_path, sites, site, [], config, BenchReport(config=config), other))
     assert len(opened) == 3 and all(account.closed for account in opened)

@@ -46,8 +46,8 @@ def _median_ratio(report: BenchReport, reference: str, site: str, workers: int) 
 
 
 def _median_cpu_ratio(report: BenchReport, site: str, workers: int, equal_speed: bool = False) -> float | None:
-    spreads = rounds.speed_cpu_ratio_spreads if equal_speed else rounds.cpu_ratio_spreads
-    found = spreads(report, rounds.NAIVE).get((site, workers))
+    cost = rounds.at_equal_speed if equal_speed else rounds.total_cpu
+    found = rounds.cpu_ratio_spreads(report, rounds.NAIVE, cost).get((site, workers))
     return round(found.median, 2) if found else None
 
 

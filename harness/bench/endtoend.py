@@ -80,5 +80,5 @@ async def end_to_end(site: SiteRecord, accounts: list[Account], *, tasks: int, w
             await server.close()
     result = EndToEnd(site=site.slug, price=task_price(site), workers=workers, tasks=done, seconds=batch.seconds,
                       tasks_per_s=batch.jobs_per_s, latency=batch.latency, cpu_ms_per_task=used, round=round_number,
-                       unit_ms=probe.unit_ms)
+                      unit_ms=probe.unit_ms)
     return result, counted

@@ -9,7 +9,7 @@ machine) and judged on its median across rounds, its range (min-max) shown besid
 from __future__ import annotations
 
 import statistics
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import msgspec
 
@@ -68,47 +68,40 @@ def ratio_spreads(report: BenchReport, reference: str) -> dict[tuple[str, int], 
     return {key: spread(values) for key, values in ratios(report, reference).items()}
 
 
-def cpu_ratios(report: BenchReport, reference: str) -> dict[tuple[str, int], list[float | None]]:
-    """Each site's CPU per task (every process) over ``reference``'s, round by round, as ``ratios`` pairs
-    them. Far steadier than the rates on a shared machine: another process's load slows both sides'
-    clocks, but a task still costs the CPU it costs."""
-    theirs = {(run.workers, run.round): sum(run.cpu_ms_per_task.values())
-              for run in (report.naive if reference == NAIVE else report.baseline)}
-    out: dict[tuple[str, int], list[float | None]] = {}
-    for run in sorted(report.end_to_end, key=lambda e: e.round):
-        out.setdefault((run.site, run.workers), []).append(
-            ratio(sum(run.cpu_ms_per_task.values()), theirs.get((run.workers, run.round), 0.0)))
-    return out
+# What a batch's task costs, as a ratio compares it: ``total_cpu`` or ``at_equal_speed``.
+Cost = Callable[[Baseline | EndToEnd], float | None]
 
 
-def cpu_ratio_spreads(report: BenchReport, reference: str) -> dict[tuple[str, int], Spread | None]:
-    return {key: spread(values) for key, values in cpu_ratios(report, reference).items()}
+def total_cpu(run: Baseline | EndToEnd) -> float:
+    """The batch's CPU per task, every process."""
+    return sum(run.cpu_ms_per_task.values())
 
 
 def at_equal_speed(run: Baseline | EndToEnd) -> float | None:
-    """The batch's CPU per task (every process) in units of the speed probe's work (speed.py); None
-    for a batch without a probe (reports from before it)."""
+    """The batch's CPU per task (every process) in units of the speed probe's work (speed.py): counted
+    so, a round whose two batches ran at different machine speeds is compared as if both had run at
+    one. None for a batch without a probe (reports from before it)."""
     if not run.unit_ms:
         return None
-    return sum(run.cpu_ms_per_task.values()) / run.unit_ms
+    return total_cpu(run) / run.unit_ms
 
 
-def speed_cpu_ratios(report: BenchReport, reference: str) -> dict[tuple[str, int], list[float | None]]:
-    """``cpu_ratios`` with each side's CPU counted at equal machine speed: each batch's CPU per task over
-    its speed probe's unit. A round whose two batches ran at different speeds (the machine drifted
-    between them) is compared as if both had run at one."""
-    theirs = {(run.workers, run.round): at_equal_speed(run)
-              for run in (report.naive if reference == NAIVE else report.baseline)}
+def cpu_ratios(report: BenchReport, reference: str,
+               cost: Cost = total_cpu) -> dict[tuple[str, int], list[float | None]]:
+    """Each site's CPU per task (``cost``: every process as measured, or ``at_equal_speed``) over
+    ``reference``'s, round by round, as ``ratios`` pairs them. Far steadier than the rates on a shared
+    machine: another process's load slows both sides' clocks, but a task still costs the CPU it costs."""
+    theirs = {(run.workers, run.round): cost(run) for run in (report.naive if reference == NAIVE else report.baseline)}
     out: dict[tuple[str, int], list[float | None]] = {}
     for run in sorted(report.end_to_end, key=lambda e: e.round):
-        ours, other = at_equal_speed(run), theirs.get((run.workers, run.round))
-        out.setdefault((run.site, run.workers), []).append(
-            ratio(ours, other) if ours is not None and other else None)
+        ours, other = cost(run), theirs.get((run.workers, run.round))
+        out.setdefault((run.site, run.workers), []).append(ratio(ours, other) if ours is not None and other else None)
     return out
 
 
-def speed_cpu_ratio_spreads(report: BenchReport, reference: str) -> dict[tuple[str, int], Spread | None]:
-    return {key: spread(values) for key, values in speed_cpu_ratios(report, reference).items()}
+def cpu_ratio_spreads(report: BenchReport, reference: str,
+                      cost: Cost = total_cpu) -> dict[tuple[str, int], Spread | None]:
+    return {key: spread(values) for key, values in cpu_ratios(report, reference, cost).items()}
 
 
 def rate_spreads(runs: Iterable[Baseline | EndToEnd]) -> dict[int, Spread | None]:

@@ -3,7 +3,7 @@
 The rounds of one run disagree: alpha's CPU ours/naive read 1.25, 1.54 and 1.19 in the three rounds of
 one run. A probe tells whether a round was slow because the machine was: a unit of work that is always
 the same, run every ``PERIOD_S`` in a process of its own, its CPU time read from the thread clock. A
-batch's CPU per task over its probe's median unit is its cost at equal speed (rounds.speed_cpu_ratios).
+batch's CPU per task over its probe's median unit is its cost at equal speed (rounds.at_equal_speed).
 In the runs of docs/benchmarks.md ("Issue 33, fourth round") the unit moved by ±7 % while the
 systems' CPU per task moved three to five times as much: the drift is mostly the systems' own under
 contention, which a millisecond's probe barely feels.

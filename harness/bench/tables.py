@@ -128,7 +128,7 @@ def reference_table(report: BenchReport, markdown: bool = False) -> str:
     over_naive = rounds.ratio_spreads(report, rounds.NAIVE)
     over_bare = rounds.ratio_spreads(report, rounds.BARE)
     cpu_over_naive = rounds.cpu_ratio_spreads(report, rounds.NAIVE)
-    even_over_naive = rounds.speed_cpu_ratio_spreads(report, rounds.NAIVE)
+    even_over_naive = rounds.cpu_ratio_spreads(report, rounds.NAIVE, rounds.at_equal_speed)
     rows = []
     for (site, workers), runs in batches(report.end_to_end).items():
         ours = rounds.rate_spreads(runs)[workers]
