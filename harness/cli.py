@@ -71,7 +71,8 @@ def verify_run(state_dir: Path, args: argparse.Namespace, fleet: list | None = N
     return verify(state_dir, args.sites, keep=args.keep, workers=args.pytest_workers, pytest_args=args.pytest_args,
                   counts=process_counts(args), behind_proxy=args.proxy, fleet=fleet,
                   require_privilege=getattr(args, "require_privilege", False),
-                  service_faults=getattr(args, "service_faults", True))
+                  service_faults=getattr(args, "service_faults", True),
+                  fault_campaign=getattr(args, "fault_campaign", True))
 
 
 def cmd_fleet_check(args: argparse.Namespace) -> int:
@@ -250,6 +251,8 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument("--no-service-faults", dest="service_faults", action="store_false",
                         help="skip the short service-fault campaign (a run that proves something else: a fleet's "
                              "mechanics, an update; the report says it was skipped)")
+    verify.add_argument("--no-fault-campaign", dest="fault_campaign", action="store_false",
+                        help="skip the short fault campaign (process kills) likewise; the books still run")
     verify.add_argument("--require-privilege", action="store_true",
                         help="fail the run unless every service isolates the sites by privilege "
                              "(each site's own credentials reach only its own database, broker keys and bucket)")

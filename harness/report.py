@@ -82,6 +82,8 @@ class Report(msgspec.Struct):
     failure: str | None = None
     # the short fault campaign on the first site (also in chaos.json)
     chaos: ChaosReport | None = None
+    # why the fault campaign did not run (a run that proves something else: --no-fault-campaign)
+    chaos_skipped: str | None = None
     # the short service-fault campaign on the first site (also in chaos-services.json); None where it did
     # not run (services_chaos_skipped says why: external services)
     services_chaos: ChaosReport | None = None
@@ -173,6 +175,7 @@ def proxy_lane(record: ProxyRecord | None, tests: TestResults) -> ProxyLane:
 def build(*, ok: bool, started_at: str, provenance: Provenance, services_mode: str, info: RunInfo | None,
           tests: TestResults, teardown: list[str], failure: str | None,
           books: dict[str, SiteBooks] | None = None, chaos: ChaosReport | None = None,
+          chaos_skipped: str | None = None,
           proxy: ProxyLane | None = None, updates: dict[str, Outcome | None] | None = None,
           privilege: dict[str, str] | None = None, services_chaos: ChaosReport | None = None,
           services_chaos_skipped: str | None = None) -> Report:
@@ -194,6 +197,7 @@ def build(*, ok: bool, started_at: str, provenance: Provenance, services_mode: s
         teardown=teardown,
         failure=failure,
         chaos=chaos,
+        chaos_skipped=chaos_skipped,
         services_chaos=services_chaos,
         services_chaos_skipped=services_chaos_skipped,
         lane="proxy" if proxy else "plain",
@@ -236,7 +240,9 @@ def summary(report: Report) -> str:
         if case.outcome in ("failed", "error"):
             lines.append(f"    {case.outcome.upper()} {case.name}: {case.message or ''}"[:300])
     lines.append("")
-    if report.chaos is None:
+    if report.chaos_skipped:
+        lines.append(f"  fault campaign: skipped ({report.chaos_skipped})")
+    elif report.chaos is None:
         lines.append("  fault campaign: not reached")
     else:
         lines += ["  " + line for line in chaos_summary(report.chaos).splitlines()]

@@ -55,11 +55,26 @@ def _session(site: SiteRecord) -> requests.Session:
 
 
 def _fuzz_test(site: SiteRecord):
-    session = _session(site)
-    # The operators' document: the public one (/schema/openapi.json) and the console's routes.
+    # Made when the site's test runs, not when this module is collected: every pytest process of a
+    # run collects it (both phases, every worker), and schemathesis builds an operation's examples as
+    # its test is made — about 10 s of CPU a site, and an account and an operator grant each time.
+    signed_in: dict[str, requests.Session] = {}
+    fixture_name = f"fuzz_schema_{site.slug}"
+
+    @pytest.fixture(name=fixture_name)
+    def operators_document(request: pytest.FixtureRequest) -> schemathesis.schemas.BaseSchema:
+        # schemathesis (4.32) names each operation's subtest through the item's ``_nodeid``, which
+        # pytest 9 no longer has (its ``nodeid`` is read-only): give the item one to read and write.
+        request.node._nodeid = request.node.nodeid
+        session = signed_in["session"] = _session(site)
+        # The operators' document: the public one (/schema/openapi.json) and the console's routes.
+        return schemathesis.openapi.from_url(f"{site.base_url}/api/ops/openapi.json", verify=site.ca_file or True,
+                                             config=CONFIG, cookies=session.cookies)
+
+    globals()[f"_{fixture_name}"] = operators_document
+    # The lazy schema's filters are the ones applied (it replaces those of the schema it loads).
     schema = (
-        schemathesis.openapi.from_url(f"{site.base_url}/api/ops/openapi.json", verify=site.ca_file or True,
-                                      config=CONFIG, cookies=session.cookies)
+        schemathesis.pytest.from_fixture(fixture_name)
         .exclude(path="/api/auth/logout")
         .exclude(path="/api/me/password")
         .exclude(path="/api/me/sessions/end")
@@ -68,15 +83,16 @@ def _fuzz_test(site: SiteRecord):
     seen: collections.Counter[str] = collections.Counter()
     worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
     out = Path(os.environ["SITEKIT_STATE"]) / "fuzz" / f"{site.slug}-{worker}.json"
-    out.parent.mkdir(exist_ok=True)
 
     @schema.parametrize()
     @settings(max_examples=EXAMPLES_PER_OPERATION, deadline=None, derandomize=True, database=None,
               suppress_health_check=list(HealthCheck))
     def test(case) -> None:
+        session = signed_in["session"]
         verify = site.ca_file or True
         response = case.call(base_url=site.base_url, session=session, timeout=30, verify=verify)
         seen[f"{case.method} {case.path} {response.status_code}"] += 1
+        out.parent.mkdir(exist_ok=True)
         out.write_text(json.dumps({"cases": sum(seen.values()), "outcomes": dict(sorted(seen.items()))}, indent=1))
         # Every check schemathesis has (as `st run --checks all`): no 5xx, and every answer — errors
         # included — is one the document describes, with the schema it gives.

@@ -52,6 +52,15 @@ def test_verify_two_sites(tmp_path: Path) -> None:
     # The processor docs/processors.md has an owner add ran beside the shipped one on both sites.
     added = {c["name"]: c["outcome"] for c in report["tests"]["cases"] if ".test_processors::" in c["name"]}
     assert len(added) == 10 and set(added.values()) == {"passed"}, added
+    # The fuzzer ran against each site, every operation of its operators' document (counted per site
+    # and worker in <state>/fuzz/; the schema is loaded only where the site's fuzz test runs).
+    fuzz = {c["name"]: c["outcome"] for c in report["tests"]["cases"] if ".test_fuzz::test_fuzz_" in c["name"]}
+    assert fuzz == {f"site_tests.test_fuzz::test_fuzz_{slug}": "passed" for slug in ("alpha", "bravo")}, fuzz
+    operations: dict[str, set[str]] = {}
+    for counts in (state / "fuzz").glob("*.json"):
+        outcomes = json.loads(counts.read_text())["outcomes"]
+        operations.setdefault(counts.name.split("-")[0], set()).update(o.rsplit(" ", 1)[0] for o in outcomes)
+    assert operations.keys() == {"alpha", "bravo"} and min(map(len, operations.values())) >= 25, operations
     # The short fault campaign ran on the first site, with an extra worker, and found nothing.
     chaos = report["chaos"]
     assert chaos["ok"] is True and [site["slug"] for site in chaos["sites"]] == ["alpha"]
