@@ -112,7 +112,7 @@ async def await_mail(site: SiteRecord, recipient: str, count: int = 1, kind: Kin
 
 def asks_verified(site: SiteRecord) -> bool:
     """Whether a new account must follow its mailed link before it may upload or start tasks."""
-    return bool(site.policy()["auth"].get("verify_email"))
+    return bool(site.policy().get("auth", {}).get("verify_email"))  # a version before [auth]: never
 
 
 def registration_mails(site: SiteRecord) -> int:

@@ -9,6 +9,7 @@ account signs in, the task kept its result, both files download byte-exact, the 
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import re
 import subprocess
@@ -22,7 +23,8 @@ import msgspec
 import yaml
 from copier._main import Worker  # run_update() cannot name the template to update to; its Worker can
 
-from . import KIT_ROOT, processes, state
+from . import KIT_ROOT, mailbox, processes, state
+from .bench.accounts import grant_credits, task_price
 from .fleet import resolve_commit
 from .fleet_plan import Planned, raise_throttles
 from .render import provenance
@@ -99,38 +101,55 @@ def _client(base_url: str, origin: str) -> httpx.Client:
     return httpx.Client(base_url=base_url, headers={"Origin": origin}, timeout=30)
 
 
-def make_old_data(base_url: str, origin: str, slug: str) -> OldData:
-    """An account, a file and a finished task, made through the old version's API."""
-    email = f"rehearsal-{slug}@example.com"
-    with _client(base_url, origin) as client:
+def make_old_data(site: state.SiteRecord) -> OldData:
+    """An account, a file and a finished task, made through the old version's API as its users make
+    them: where it asks new accounts to prove their address, the link it mailed is followed; where it
+    charges for tasks, the account is granted credits first."""
+    email = f"rehearsal-{site.slug}@example.com"
+    with _client(site.upstream_url, site.origin) as client:
         account = client.post("/api/auth/register", json={"email": email, "password": PASSWORD})
         if account.status_code != 201:
             raise RehearsalError(f"register answered {account.status_code}: {account.text[:200]}")
+        account_id = account.json()["id"]
+        if mailbox.asks_verified(site):
+            try:
+                token = mailbox.verification_token(site, email)
+            except mailbox.MailMissing as missing:
+                raise RehearsalError(str(missing)) from None
+            confirmed = client.post("/api/auth/verify/confirm", json={"token": token})
+            if confirmed.status_code != 204:
+                raise RehearsalError(f"the mailed link answered {confirmed.status_code}: {confirmed.text[:200]}")
+        if task_price(site):
+            asyncio.run(grant_credits(site, account_id))
         file = client.post("/api/files", params={"name": "old.txt"}, content=SOURCE,
-                           headers={"Content-Type": "text/plain"}).json()
+                           headers={"Content-Type": "text/plain"})
+        if file.status_code != 201:
+            raise RehearsalError(f"upload answered {file.status_code}: {file.text[:200]}")
         task = client.post("/api/tasks", json={"requestKey": str(uuid.uuid4()), "processor": "text-normalize",
-                                               "fileId": file["id"], "params": {"trimTrailingWhitespace": True}})
+                                               "fileId": file.json()["id"],
+                                               "params": {"trimTrailingWhitespace": True}})
         if task.status_code != 201:
             raise RehearsalError(f"submit answered {task.status_code}: {task.text[:200]}")
         finished = _wait_finished(client, task.json()["id"])
         if finished["status"] != "succeeded":
             raise RehearsalError(f"the old version's task ended {finished['status']}")
-    return OldData(email=email, account_id=account.json()["id"], file_id=file["id"],
+    return OldData(email=email, account_id=account_id, file_id=file.json()["id"],
                    file_sha256=hashlib.sha256(SOURCE).hexdigest(), task_id=finished["id"],
                    result=finished["result"])
 
 
-def run_old(python: str, slug: str, env: dict[str, str], site_dir: Path, port: int, logs: Path) -> OldData:
+def run_old(site: state.SiteRecord, env: dict[str, str], logs: Path) -> OldData:
     """The old version's web and worker (plain commands every version has), its data, then both stopped."""
+    python, port = site.venv_python, site.upstream_url.rsplit(":", 1)[1]
     pids: list[int] = []
     try:
         web_log, worker_log = logs / "old-web.log", logs / "old-worker.log"
-        pids.append(processes.start_site_process(python, slug, ["serve", "--port", str(port)], env, str(site_dir),
+        pids.append(processes.start_site_process(python, site.slug, ["serve", "--port", port], env, site.site_dir,
                                                  web_log))
-        processes.wait_ready(f"http://127.0.0.1:{port}/readyz", pids[-1], web_log)
-        pids.append(processes.start_site_process(python, slug, ["worker"], env, str(site_dir), worker_log))
+        processes.wait_ready(f"{site.upstream_url}/readyz", pids[-1], web_log)
+        pids.append(processes.start_site_process(python, site.slug, ["worker"], env, site.site_dir, worker_log))
         processes.wait_logged(worker_log, 0, "worker consuming", pids[-1])
-        return make_old_data(f"http://127.0.0.1:{port}", env["APP_ORIGIN"], slug)
+        return make_old_data(site)
     finally:
         for pid in pids:
             processes.stop_site_process(pid, python)
@@ -160,13 +179,16 @@ def to_commit(written: str) -> str:
     return f"{(head.commit or '?')[:7]} + uncommitted changes"
 
 
-def rehearse(state_dir: Path, site: Planned, python: str, env: dict[str, str], site_dir: Path) -> Outcome:
+def rehearse(state_dir: Path, site: Planned, record: state.SiteRecord, env: dict[str, str]) -> Outcome:
     """The old version run and given data, then updated, reinstalled and migrated (new migrations listed)."""
-    slug = site.slug
+    slug, python, site_dir = site.slug, record.venv_python, Path(record.site_dir)
     outcome = Outcome(from_commit=site.commit or "?")
     logs = state.site_folder(state_dir, slug) / "logs"
     try:
-        outcome.old_data = run_old(python, slug, env, site_dir, site.port, logs)
+        outcome.old_data = run_old(record, env, logs)
+    except RehearsalError as error:
+        raise RehearsalError(f"{slug}: the old version: {error}") from None
+    try:
         outcome.to_commit, outcome.conflicts = update(site_dir)
     except RehearsalError as error:
         raise RehearsalError(f"{slug}: {error}") from None

@@ -114,9 +114,6 @@ def _prepare_site(state_dir: Path, services_: state.Services, index: int, run_id
     )
     if migrated.returncode != 0:
         raise StandError(f"{slug}: migrate failed: {migrated.stderr.strip()[-300:]}")
-    if planned and planned.update:  # the old version runs and gets data, then is updated and migrated again
-        _timed(timings, "migrate_s", lambda: rehearsal.rehearse(state_dir, planned, python, env, site_dir),
-               f"{slug}: upgrade rehearsal")
     upstream = f"http://127.0.0.1:{port}"
     https = answers["origin"].startswith("https://")
     record = SiteRecord(
@@ -141,6 +138,9 @@ def _prepare_site(state_dir: Path, services_: state.Services, index: int, run_id
         ca_file=behind.ca_file if behind else "",
         mailbox=sink[1] if sink is not None else "",
     )
+    if planned and planned.update:  # the old version runs and gets data, then is updated and migrated again
+        _timed(timings, "migrate_s", lambda: rehearsal.rehearse(state_dir, planned, record, env),
+               f"{slug}: upgrade rehearsal")
     return record, answers, timings
 
 

@@ -49,10 +49,12 @@ def temporary_history(root: Path) -> tuple[Path, str, str]:
     return root, _git(root, "rev-parse", "HEAD~1"), _git(root, "rev-parse", "HEAD")
 
 
-def render_at(template: Path, ref: str, destination: Path, slug: str) -> Path:
-    """A site as a user makes one: `copier copy` at ``ref`` with the default throttles, then a git repo."""
+def render_at(template: Path, ref: str, destination: Path, slug: str, **answers: object) -> Path:
+    """A site as a user makes one: `copier copy` at ``ref`` with the default throttles (and ``answers``),
+    then a git repo."""
     port = free_port()
-    run_copy(str(template), str(destination), data={"slug": slug, "site_name": slug.capitalize(), "port": port},
+    run_copy(str(template), str(destination),
+             data={"slug": slug, "site_name": slug.capitalize(), "port": port, **answers},
              defaults=True, unsafe=True, quiet=True, vcs_ref=ref)
     _git(destination, "init", "-q")
     _git(destination, "add", "-A")
@@ -101,9 +103,18 @@ def test_an_update_rehearsal_carries_the_old_data_over(tmp_path: Path) -> None:
     old = older_template_commit()
     site = render_at(KIT_ROOT, old, tmp_path / "legacy", "legacy")
     assert not (site / "legacy" / "migrations" / "0007_task_charges.sql").exists()
-    report = verify(tmp_path / "run", "--update", "--site", str(site), *SCENARIOS)
+    # Beside it, a site of this checkout's last commit that asks new accounts to prove their address and
+    # charges for tasks: its old data is made as its users make theirs (the mailed link followed, credits
+    # granted), or the old version refuses the upload and the task.
+    # (at the commit by name: at "HEAD" copier renders a working tree's uncommitted changes as a commit
+    # of its own, which `copier update` cannot find again)
+    priced = render_at(KIT_ROOT, _git(KIT_ROOT, "rev-parse", "HEAD"), tmp_path / "priced", "priced",
+                       verify_email=True, charges_enabled=True, task_price=3)
+    report = verify(tmp_path / "run", "--update", "--site", str(site), "--site", str(priced), *SCENARIOS)
 
-    (only,) = report["sites"]
+    only, proven = report["sites"]
+    assert proven["slug"] == "priced" and proven["update"]["checked"] is True, proven["update"]
+    assert proven["update"]["problems"] == [] and proven["update"]["old_data"]["result"]["sha256"]
     update = only["update"]
     assert _git(KIT_ROOT, "rev-parse", update["from_commit"]) == old
     head = _git(KIT_ROOT, "rev-parse", "HEAD")

@@ -41,8 +41,9 @@ def site_policy(site: SiteRecord) -> dict:
 
 
 def task_price(site: SiteRecord) -> int:
-    charges = site_policy(site)["charges"]
-    return int(charges["prices"].get("text-normalize@1", 0)) if charges["enabled"] else 0
+    """What a text-normalize@1 task costs; 0 on a site that does not charge (or predates charges)."""
+    charges = site_policy(site).get("charges", {})
+    return int(charges["prices"].get("text-normalize@1", 0)) if charges.get("enabled") else 0
 
 
 def submit_body(file_id: str, request_key: str | None = None) -> dict:
