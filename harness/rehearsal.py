@@ -23,8 +23,8 @@ import msgspec
 import yaml
 from copier._main import Worker  # run_update() cannot name the template to update to; its Worker can
 
-from . import KIT_ROOT, mailbox, processes, state
-from .bench.accounts import grant_credits, task_price
+from . import KIT_ROOT, processes, state
+from .bench.accounts import register_funded, upload_text
 from .fleet import resolve_commit
 from .fleet_plan import Planned, raise_throttles
 from .render import provenance
@@ -88,12 +88,12 @@ def _git(site_dir: Path, *args: str) -> str:
     return done.stdout.strip()
 
 
-def _wait_finished(client: httpx.Client, task_id: str, timeout: float = 90) -> dict:
+async def _wait_finished(client: httpx.AsyncClient, task_id: str, timeout: float = 90) -> dict:
     deadline = time.monotonic() + timeout
-    while (task := client.get(f"/api/tasks/{task_id}").json())["status"] not in ("succeeded", "failed"):
+    while (task := (await client.get(f"/api/tasks/{task_id}")).json())["status"] not in ("succeeded", "failed"):
         if time.monotonic() > deadline:
             raise RehearsalError(f"task {task_id} still {task['status']} after {timeout:.0f}s")
-        time.sleep(0.5)  # the old version's default read limit is low (120 a minute)
+        await asyncio.sleep(0.5)  # the old version's default read limit is low (120 a minute)
     return task
 
 
@@ -101,39 +101,22 @@ def _client(base_url: str, origin: str) -> httpx.Client:
     return httpx.Client(base_url=base_url, headers={"Origin": origin}, timeout=30)
 
 
-def make_old_data(site: state.SiteRecord) -> OldData:
+async def make_old_data(site: state.SiteRecord) -> OldData:
     """An account, a file and a finished task, made through the old version's API as its users make
-    them: where it asks new accounts to prove their address, the link it mailed is followed; where it
-    charges for tasks, the account is granted credits first."""
+    them (``register_funded``: where it asks new accounts to prove their address, the link it mailed is
+    followed; where it charges for tasks, the account is granted credits first)."""
     email = f"rehearsal-{site.slug}@example.com"
-    with _client(site.upstream_url, site.origin) as client:
-        account = client.post("/api/auth/register", json={"email": email, "password": PASSWORD})
-        if account.status_code != 201:
-            raise RehearsalError(f"register answered {account.status_code}: {account.text[:200]}")
-        account_id = account.json()["id"]
-        if mailbox.asks_verified(site):
-            try:
-                token = mailbox.verification_token(site, email)
-            except mailbox.MailMissing as missing:
-                raise RehearsalError(str(missing)) from None
-            confirmed = client.post("/api/auth/verify/confirm", json={"token": token})
-            if confirmed.status_code != 204:
-                raise RehearsalError(f"the mailed link answered {confirmed.status_code}: {confirmed.text[:200]}")
-        if task_price(site):
-            asyncio.run(grant_credits(site, account_id))
-        file = client.post("/api/files", params={"name": "old.txt"}, content=SOURCE,
-                           headers={"Content-Type": "text/plain"})
-        if file.status_code != 201:
-            raise RehearsalError(f"upload answered {file.status_code}: {file.text[:200]}")
-        task = client.post("/api/tasks", json={"requestKey": str(uuid.uuid4()), "processor": "text-normalize",
-                                               "fileId": file.json()["id"],
-                                               "params": {"trimTrailingWhitespace": True}})
+    async with httpx.AsyncClient(base_url=site.upstream_url, headers={"Origin": site.origin}, timeout=30) as client:
+        account_id = await register_funded(client, site, email, PASSWORD, error=RehearsalError)
+        file_id = await upload_text(client, site, "old.txt", SOURCE, error=RehearsalError)
+        task = await client.post("/api/tasks", json={"requestKey": str(uuid.uuid4()), "processor": "text-normalize",
+                                                     "fileId": file_id, "params": {"trimTrailingWhitespace": True}})
         if task.status_code != 201:
             raise RehearsalError(f"submit answered {task.status_code}: {task.text[:200]}")
-        finished = _wait_finished(client, task.json()["id"])
+        finished = await _wait_finished(client, task.json()["id"])
         if finished["status"] != "succeeded":
             raise RehearsalError(f"the old version's task ended {finished['status']}")
-    return OldData(email=email, account_id=account_id, file_id=file.json()["id"],
+    return OldData(email=email, account_id=account_id, file_id=file_id,
                    file_sha256=hashlib.sha256(SOURCE).hexdigest(), task_id=finished["id"],
                    result=finished["result"])
 
@@ -149,7 +132,7 @@ def run_old(site: state.SiteRecord, env: dict[str, str], logs: Path) -> OldData:
         processes.wait_ready(f"{site.upstream_url}/readyz", pids[-1], web_log)
         pids.append(processes.start_site_process(python, site.slug, ["worker"], env, site.site_dir, worker_log))
         processes.wait_logged(worker_log, 0, "worker consuming", pids[-1])
-        return make_old_data(site)
+        return asyncio.run(make_old_data(site))
     finally:
         for pid in pids:
             processes.stop_site_process(pid, python)
