@@ -83,10 +83,6 @@ async def set_operator(conn: asyncpg.Connection, email: str, operator: bool) -> 
     return await conn.fetchval(Q.set_operator, email, operator) is not None
 
 
-async def is_operator(conn: asyncpg.Connection | asyncpg.Pool, account_id: UUID) -> bool:
-    return await conn.fetchval(Q.account_is_operator, account_id)
-
-
 async def register(conn: asyncpg.Connection, email: str, password_hash: str) -> Account:
     """A new account for a normalised ``email`` (hash the password first, outside any transaction)."""
     row = await conn.fetchrow(Q.insert_account, email, password_hash)
@@ -137,12 +133,6 @@ async def id_for_email(conn: asyncpg.Connection, email: str) -> UUID | None:
 
 async def email_verified(conn: asyncpg.Connection | asyncpg.Pool, account_id: UUID) -> bool:
     return bool(await conn.fetchval(Q.email_verified, account_id))
-
-
-async def standing(conn: asyncpg.Connection | asyncpg.Pool, account_id: UUID) -> tuple[bool, bool]:
-    """Whether the account is an operator and whether its address is proven (both False once it is gone)."""
-    row = await conn.fetchrow(Q.account_standing, account_id)
-    return (row["operator"], row["email_verified"]) if row is not None else (False, False)
 
 
 async def reset_password(conn: asyncpg.Connection, account_id: UUID, new_hash: str) -> bool:

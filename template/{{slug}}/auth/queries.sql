@@ -16,10 +16,11 @@ VALUES ($1, $2, now() + make_interval(secs => $3));
 
 -- name: account_for_session
 -- The session's account, only while the session is live: not revoked, within
--- its absolute expiry and used within the idle timeout ($2 seconds). Use is
+-- its absolute expiry and used within the idle timeout ($2 seconds), with its
+-- standing as of now (the guards read it here instead of asking again). Use is
 -- recorded at most once a minute, so reads stay cheap.
 WITH live AS (
-    SELECT a.id, a.email, s.last_seen_at
+    SELECT a.id, a.email, a.operator, a.email_verified_at IS NOT NULL AS email_verified, s.last_seen_at
     FROM session s
     JOIN account a ON a.id = s.account_id
     WHERE s.token_hash = $1
@@ -30,7 +31,7 @@ WITH live AS (
     UPDATE session SET last_seen_at = now()
     WHERE token_hash = $1 AND EXISTS (SELECT 1 FROM live WHERE last_seen_at < now() - interval '60 seconds')
 )
-SELECT id, email FROM live;
+SELECT id, email, operator, email_verified FROM live;
 
 -- name: revoke_all_sessions
 UPDATE session SET revoked_at = now() WHERE account_id = $1 AND revoked_at IS NULL;
@@ -61,10 +62,6 @@ WHERE token_hash = $1 AND revoked_at IS NULL;
 -- name: set_operator
 -- Only the `operator grant|revoke` command runs this; no web route does.
 UPDATE account SET operator = $2 WHERE email = $1 RETURNING id;
-
--- name: account_is_operator
--- Checked on every console request: a revoke takes effect on the next one.
-SELECT coalesce((SELECT operator FROM account WHERE id = $1), false);
 
 -- name: purge_ended_sessions
 -- Sessions past their absolute expiry by a day (revoked and idle ones end earlier and go then too):
@@ -107,10 +104,6 @@ UPDATE account SET password_hash = $2 WHERE id = $1 RETURNING id;
 
 -- name: email_verified
 SELECT email_verified_at IS NOT NULL FROM account WHERE id = $1;
-
--- name: account_standing
--- What GET /api/me says besides the session's own account, in one read.
-SELECT operator, email_verified_at IS NOT NULL AS email_verified FROM account WHERE id = $1;
 
 -- name: verify_email
 -- Only while the account's address is still the one the link was sent to.

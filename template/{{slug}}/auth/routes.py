@@ -35,7 +35,6 @@ from .accounts import (
     login_email,
     normalise_email,
     register,
-    standing,
 )
 from .passwords import hash_password
 from .sessions import Account, end_all_sessions, end_session, session_seconds, start_session
@@ -135,10 +134,10 @@ class MeController(Controller):
     guards = ACCOUNT_GUARDS
 
     @get("/", responses=answers(*SIGNED_IN))
-    async def me(self, account: CurrentAccount, pool: DbPool) -> Me:
+    async def me(self, account: CurrentAccount) -> Me:
         """The signed-in account."""
-        operator, verified = await standing(pool, account.id)
-        return Me(id=account.id, email=account.email, operator=operator, email_verified=verified)
+        return Me(id=account.id, email=account.email, operator=account.operator,
+                  email_verified=account.email_verified)
 
     @post("/password", status_code=HTTP_200_OK, responses=answers(*SIGNED_IN, *MUTATION, *JSON_BODY))
     async def change_password(self, request: Request, data: JSONBody[PasswordChange], account: CurrentAccount,

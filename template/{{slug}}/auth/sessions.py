@@ -20,10 +20,18 @@ MAX_TOKEN_LENGTH = 128
 
 
 class Account(msgspec.Struct, frozen=True):
-    """The signed-in account, as every handler receives it."""
+    """An account: who registered, signed in or is acted for."""
 
     id: UUID
     email: str
+
+
+class SignedIn(Account, frozen=True):
+    """The signed-in account, as every handler receives it: with its standing as the session's own
+    read found it, in this request (a revoked operator or a newly proven address counts at once)."""
+
+    operator: bool
+    email_verified: bool
 
 
 def new_token() -> str:
@@ -48,12 +56,13 @@ async def start_session(conn: asyncpg.Connection, settings: Settings, account_id
     return token
 
 
-async def account_for_token(conn: asyncpg.Connection, settings: Settings, token: str) -> Account | None:
+async def account_for_token(conn: asyncpg.Connection, settings: Settings, token: str) -> SignedIn | None:
     if not token or len(token) > MAX_TOKEN_LENGTH:
         return None
     row = await conn.fetchrow(Q.account_for_session, token_hash(settings.require_secret_key(), token),
                               settings.policy.auth.idle_hours * 3600)
-    return Account(id=row["id"], email=row["email"]) if row else None
+    return SignedIn(id=row["id"], email=row["email"], operator=row["operator"],
+                    email_verified=row["email_verified"]) if row else None
 
 
 async def end_session(conn: asyncpg.Connection, settings: Settings, token: str) -> None:

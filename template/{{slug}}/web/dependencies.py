@@ -8,7 +8,7 @@ from litestar.connection import ASGIConnection
 from litestar.datastructures import State
 from litestar.di import NamedDependency, Provide
 
-from ..auth.sessions import Account, account_for_token
+from ..auth.sessions import SignedIn, account_for_token
 from ..files.objects import ObjectStore
 from ..runtime import Runtime
 from ..settings import Settings
@@ -21,7 +21,7 @@ Objects = NamedDependency[ObjectStore]  # declare with the storage_configured gu
 ObjectsIfAny = NamedDependency[ObjectStore | None]
 Queue = NamedDependency[TaskQueue]  # declare with a guard that refuses a site without a broker
 QueueIfAny = NamedDependency[TaskQueue | None]
-CurrentAccount = NamedDependency[Account]
+CurrentAccount = NamedDependency[SignedIn]
 
 
 def runtime_of(connection: ASGIConnection) -> Runtime:
@@ -36,7 +36,7 @@ def client_address(request: ASGIConnection) -> str | None:
     return request.client.host if request.client else None
 
 
-async def session_account(connection: ASGIConnection) -> Account | None:
+async def session_account(connection: ASGIConnection) -> SignedIn | None:
     """The live session's account, from the cookie named for this site only: a browser holding
     cookies of several sites on one host always resolves to this site's own session. Without that
     cookie, None and no database call."""
@@ -48,7 +48,7 @@ async def session_account(connection: ASGIConnection) -> Account | None:
         return await account_for_token(conn, runtime.settings, token)
 
 
-def provide_account(request: Request) -> Account:
+def provide_account(request: Request) -> SignedIn:
     """The account the ``signed_in`` guard found. Declaring it checks nothing and counts nothing:
     the guards do, in the order the route lists them."""
     account = request.state.get("account")

@@ -14,7 +14,6 @@ from litestar.connection import ASGIConnection
 from litestar.handlers import BaseRouteHandler
 from litestar.types import Guard, Scope
 
-from ..auth import accounts
 from ..errors import EmailUnverified, NotFound, RateLimited, Unauthenticated, ValidationFailed
 from ..ratelimits.requests import count_request
 from .dependencies import runtime_of, session_account
@@ -77,20 +76,18 @@ async def count_uncounted_request(error: Exception, scope: Scope) -> None:
 
 async def email_verified(connection: ASGIConnection, _: BaseRouteHandler) -> None:
     """With ``[auth] verify_email``, an account whose address is not proven yet may not upload or start
-    work (403 EMAIL_UNVERIFIED); read in SQL on each such request, so a confirmation counts at once.
-    Listed after ``signed_in``."""
-    runtime = runtime_of(connection)
-    if runtime.settings.policy.auth.verify_email and not await accounts.email_verified(
-            runtime.pool, connection.state.account.id):
+    work (403 EMAIL_UNVERIFIED); read with the session on each such request, so a confirmation counts at
+    once. Listed after ``signed_in``."""
+    if runtime_of(connection).settings.policy.auth.verify_email and not connection.state.account.email_verified:
         raise EmailUnverified()
 
 
 async def operator_only(connection: ASGIConnection, _: BaseRouteHandler) -> None:
-    """A live session of an account that is an operator right now (checked in SQL on every request,
-    so a revoke takes effect at once); anyone else — signed out, signed in, another site's operator —
-    gets the same 404 as a path that does not exist. Its account is what ``account`` gives."""
+    """A live session of an account that is an operator right now (read with the session on every
+    request, so a revoke takes effect at once); anyone else — signed out, signed in, another site's
+    operator — gets the same 404 as a path that does not exist. Its account is what ``account`` gives."""
     account = await session_account(connection)
-    if account is None or not await accounts.is_operator(runtime_of(connection).pool, account.id):
+    if account is None or not account.operator:
         raise NotFound()
     connection.state.account = account
 

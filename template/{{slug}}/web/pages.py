@@ -20,8 +20,7 @@ from litestar.static_files import create_static_files_router
 from litestar.status_codes import HTTP_303_SEE_OTHER, HTTP_404_NOT_FOUND
 
 from .. import captcha
-from ..auth.accounts import email_verified
-from ..auth.sessions import Account
+from ..auth.sessions import SignedIn
 from ..settings import Settings
 from ..tasks import store as tasks
 from ..tasks.errors import TaskNotFound
@@ -33,7 +32,7 @@ TURNSTILE_SCRIPT = "https://challenges.cloudflare.com/turnstile/v0/api.js"
 
 static_files = create_static_files_router(path="/static", directories=[HERE / "static"], include_in_schema=False)
 
-Viewer = NamedDependency[Account]
+Viewer = NamedDependency[SignedIn]
 # Where the login page goes after signing in (``/login?next=/tasks/…``).
 NextPath = Annotated[str | None, QueryParameter(name="next", max_length=1024)]
 
@@ -56,7 +55,7 @@ def redirect_to_login(request: Request, _: SignInRequired) -> Response:
     return Redirect(f"/login?next={quote(request.url.path)}", status_code=HTTP_303_SEE_OTHER)
 
 
-async def provide_viewer(request: Request) -> Account:
+async def provide_viewer(request: Request) -> SignedIn:
     """The signed-in account of a page view. Unlike the API's account it spends no rate-limit count:
     the page itself reads nothing; its scripts' API calls are counted as usual."""
     if account := await session_account(request):
@@ -102,10 +101,10 @@ async def reset_page(settings: SiteSettings) -> Template:
 
 
 @get("/verify")
-async def verify_page(request: Request, pool: DbPool, settings: SiteSettings) -> Template:
+async def verify_page(request: Request, settings: SiteSettings) -> Template:
     """Follow a verification or email-change link (signed in or not); signed in, ask for a new link."""
     viewer = await session_account(request)
-    verified = viewer is not None and await email_verified(pool, viewer.id)
+    verified = viewer is not None and viewer.email_verified
     return page("verify.html", settings, title="Confirm your email address", viewer=viewer, verified=verified)
 
 
