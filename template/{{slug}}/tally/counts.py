@@ -32,11 +32,13 @@ class Event(StrEnum):
     DEAD_LETTER_STALE = "dead_letter_stale"
     DEAD_LETTER_MISSING = "dead_letter_missing"
     DEAD_LETTER_INVALID = "dead_letter_invalid"
+    # a submit's message, counted with its task, that the broker then refused (migration 0024)
+    MESSAGE_UNSENT = "message_unsent"
 
 
 class Tallies(msgspec.Struct, frozen=True):
     counts: dict[Event, int]  # every event, 0 if never counted
-    messages_sent: int  # task messages sent (a sequence: count_message_sent)
+    messages_sent: int  # the sequence (task_submit's call, count_message_sent) less MESSAGE_UNSENT
     claims: int  # task_attempt rows ever inserted (their identity sequence)
     last_pass_at: float | None  # epoch seconds of the last maintenance pass; None before the first
     last_pass_failed_steps: int
@@ -59,7 +61,8 @@ async def add_quietly(pool: asyncpg.Pool, event: Event, n: int = 1) -> None:
 
 
 async def count_message_sent(pool: asyncpg.Pool) -> None:
-    """One task message sent, counted without a write transaction; given up like ``add_quietly``."""
+    """One task message re-sent, counted without a write transaction; given up like ``add_quietly``. (A
+    submit's message is counted in its own call: tasks/delivery.py.)"""
     try:
         async with asyncio.timeout(QUIET_SECONDS):
             await pool.fetchval(Q.count_message_sent)
@@ -78,9 +81,11 @@ async def read(conn: asyncpg.Connection) -> Tallies:
     totals = {row["event"]: row["n"] for row in await conn.fetch(Q.totals)}
     last = await conn.fetchrow(Q.last_pass)
     sequences = await conn.fetchrow(Q.sequence_totals)
+    counts = {event: totals.get(event.value, 0) for event in Event}
     return Tallies(
-        counts={event: totals.get(event.value, 0) for event in Event},
-        messages_sent=sequences["messages_sent"],
+        counts=counts,
+        # Read after the events: each count taken back was added before, by its submit's call.
+        messages_sent=sequences["messages_sent"] - counts[Event.MESSAGE_UNSENT],
         claims=sequences["claims"],
         last_pass_at=last["finished_at"] if last else None,
         last_pass_failed_steps=last["failed_steps"] if last else 0,

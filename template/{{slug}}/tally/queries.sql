@@ -15,7 +15,7 @@ SELECT event, sum(n)::bigint AS n FROM event_tally GROUP BY event;
 SELECT extract(epoch FROM finished_at)::float8 AS finished_at, failed_steps FROM maintenance_pass;
 
 -- name: count_message_sent
-SELECT nextval('task_message_sent_seq');
+SELECT tally_message_sent();
 
 -- name: sequence_totals
 -- A sequence that was never used has is_called false and last_value at its start (1).

@@ -12,11 +12,13 @@ spend attempts.
 Two ways to send:
 
 - A submit takes the lease and the ``queued`` mark in its own transaction
-  (``submission.submit``): after the commit it only sends, and writes nothing more
-  unless the send fails — then the task goes back to ``pending`` under the
-  lease, and maintenance re-sends once the lease is over. A web process that
-  dies between the commit and the send leaves a ``queued`` task that no message
-  names; maintenance re-sends it once it has been unclaimed for 2 minutes.
+  (``submission.submit``), which also counts the message: after the commit it
+  only sends, and writes nothing more unless the send fails — then the task goes
+  back to ``pending`` under the lease with its count taken back, and maintenance
+  re-sends once the lease is over. A web process that dies between the commit
+  and the send leaves a ``queued`` task that no message names (counted as sent,
+  as the database records it); maintenance re-sends it once it has been
+  unclaimed for 2 minutes.
 - Every other sender (retry, lease recovery, maintenance) takes the lease,
   sends, then marks the task ``queued`` — only if it still holds its token. A
   failed send leaves the task ``pending``; maintenance re-sends after the lease.
@@ -36,7 +38,7 @@ from uuid import UUID
 import asyncpg
 
 from .. import tally
-from ..db.pool import UNAVAILABLE_ERRORS
+from ..db.pool import UNAVAILABLE_ERRORS, transaction
 from .messages import TaskQueue
 from .sql import Q
 from .states import DELIVERY_LEASE_SECONDS, FIRST_ROUND, UNCLAIMED_RESEND_SECONDS
@@ -65,18 +67,20 @@ async def _send_and_mark(pool: asyncpg.Pool, queue: TaskQueue, task_id: UUID, di
 
 
 async def send_submitted(pool: asyncpg.Pool, queue: TaskQueue, task_id: UUID, token: UUID) -> bool:
-    """Send a new task's first round; its submit already marked it queued under ``token``. True if sent."""
+    """Send a new task's first round; its submit already marked it queued under ``token`` and counted
+    its message. True if sent."""
     try:
         await queue.send(task_id, FIRST_ROUND)
     except Exception as error:
         log.warning("task %s: send failed (%s); maintenance re-sends it", task_id, type(error).__name__)
         try:
-            await pool.execute(Q.unsent, task_id, token)
+            async with transaction(pool) as conn:
+                await conn.execute(Q.unsent, task_id, token)
+                await tally.add(conn, tally.Event.MESSAGE_UNSENT)
         except AFTER_COMMIT_ERRORS as trouble:
-            # Left queued: maintenance re-sends it once it has been unclaimed for 2 minutes.
+            # Left queued and counted: maintenance re-sends it once it has been unclaimed for 2 minutes.
             log.warning("task %s: unsent mark failed (%s)", task_id, type(trouble).__name__)
         return False
-    await tally.count_message_sent(pool)
     return True
 
 

@@ -15,9 +15,10 @@
 
 -- name: submit_task
 -- The whole submit in one call (migration 0018, task_submit; submission.py): one row, its outcome
--- and, when 'created', the new task's task_view columns.
-SELECT * FROM task_submit($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19,
-                           $20, $21);
+-- and, when 'created', the new task's task_view columns; a created task's message is counted here,
+-- with the commit that queues it (migration 0024, tally's tally_message_sent; delivery.py).
+SELECT *, CASE WHEN outcome = 'created' THEN tally_message_sent() END AS message_counted
+FROM task_submit($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21);
 
 -- name: task_by_request_key
 SELECT id, request_fingerprint FROM task WHERE owner_id = $1 AND request_key = $2;
