@@ -131,10 +131,6 @@ async def id_for_email(conn: asyncpg.Connection, email: str) -> UUID | None:
     return await conn.fetchval(Q.account_for_reset, email)
 
 
-async def email_verified(conn: asyncpg.Connection | asyncpg.Pool, account_id: UUID) -> bool:
-    return bool(await conn.fetchval(Q.email_verified, account_id))
-
-
 async def reset_password(conn: asyncpg.Connection, account_id: UUID, new_hash: str) -> bool:
     """Set the password a reset link allowed (the caller has locked the account) and revoke every
     session; False when the account is gone."""

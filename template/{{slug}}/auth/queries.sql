@@ -102,9 +102,6 @@ SELECT id FROM account WHERE email = $1;
 -- The new hash, whatever the old one was (the token proved the address); every session then ends.
 UPDATE account SET password_hash = $2 WHERE id = $1 RETURNING id;
 
--- name: email_verified
-SELECT email_verified_at IS NOT NULL FROM account WHERE id = $1;
-
 -- name: verify_email
 -- Only while the account's address is still the one the link was sent to.
 UPDATE account SET email_verified_at = coalesce(email_verified_at, now())

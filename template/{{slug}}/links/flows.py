@@ -12,7 +12,7 @@ import asyncpg
 
 from ..auth import accounts, tokens
 from ..auth.passwords import hash_password
-from ..auth.sessions import Account
+from ..auth.sessions import Account, SignedIn
 from ..auth.throttle import count_link_mail, count_reset
 from ..db.pool import transaction
 from ..errors import TokenInvalid, Unauthenticated
@@ -66,11 +66,12 @@ async def verification_mail(conn: asyncpg.Connection, settings: Settings, accoun
     return await outbox.enqueue(conn, account.id, account.email, "verify", seed)
 
 
-async def resend_verification(pool: asyncpg.Pool, settings: Settings, account: Account) -> UUID | None:
-    """A fresh link for a signed-in account whose address is not proven yet (None: nothing to send)."""
+async def resend_verification(pool: asyncpg.Pool, settings: Settings, account: SignedIn) -> UUID | None:
+    """A fresh link for a signed-in account whose address is not proven yet, as its session's read found
+    it in this request (None: nothing to send)."""
+    if account.email_verified:
+        return None
     async with pool.acquire() as conn:
-        if await accounts.email_verified(conn, account.id):
-            return None
         await count_link_mail(conn, settings, account.id)
     async with transaction(pool) as conn:
         if not await accounts.lock(conn, account.id):
