@@ -35,7 +35,9 @@ STEPS: list[tuple[str, Step, bool, bool]] = [
     ("expire files", lambda r, batch: cleanup.expire_files(r.pool, batch), False, False),
     ("purge deleting files", lambda r, batch: cleanup.purge_deleting(r.pool, r.objects, batch), True, False),
     ("purge stale uploads", lambda r, batch: cleanup.purge_stale_uploads(r.pool, r.objects, batch), True, False),
-    ("purge orphan objects", lambda r, batch: cleanup.purge_orphans(r.pool, r.objects, batch), True, False),
+    # A bounded stretch of the bucket a pass, going round it (files/cleanup.py, purge_orphans).
+    ("purge orphan objects", lambda r, batch: cleanup.purge_orphans(r.pool, r.objects, batch, keys=batch * 50),
+     True, False),
     # Rate-limit windows (requests, sign-in and registration throttles) that no longer count.
     ("purge old rate counters", lambda r, batch: ratelimits.purge(r.pool, batch * 50), False, False),
     ("purge ended sessions", lambda r, batch: sessions.purge_ended(r.pool, batch * 10, batch * 50), False, False),

@@ -32,6 +32,10 @@ log = logging.getLogger(__name__)
 SETTLE_SECONDS = 60
 STALE_UPLOAD_SECONDS = 3600
 ORPHAN_GRACE = timedelta(hours=1)
+# Keys the orphan sweep looks at a pass (maintenance gives it 50 times its ``batch``), and asks the
+# database about at once.
+ORPHAN_KEYS = 1000
+ORPHAN_LOOKUP = 200
 
 
 async def expire_files(pool: asyncpg.Pool, batch: int) -> int:
@@ -89,27 +93,43 @@ async def purge_unpublished_results(pool: asyncpg.Pool, objects: ObjectStore, ba
                                 store.drop_uploading)
 
 
-async def purge_orphans(pool: asyncpg.Pool, objects: ObjectStore, batch: int, grace: timedelta = ORPHAN_GRACE) -> int:
-    """Objects under the site's prefix with no row at all, older than ``grace``.
+async def purge_orphans(pool: asyncpg.Pool, objects: ObjectStore, batch: int, grace: timedelta = ORPHAN_GRACE,
+                        keys: int = ORPHAN_KEYS) -> int:
+    """Objects under the site's prefix with no row at all, older than ``grace``: at most ``batch``
+    removed, among the next ``keys`` keys after where the last pass stopped.
 
     Rows are written before objects, so an object without a row is a leftover
     (a write that landed after its upload gave up); the grace period covers
-    any write still in flight.
+    any write still in flight. A pass looks at no more than ``keys`` keys, going round to the
+    first key at the end of the bucket, so it costs the same whatever the bucket holds, and an
+    orphan is found within ⌈objects / keys⌉ passes (``file_orphan_sweep`` keeps the position).
     """
     cutoff = datetime.now(UTC) - grace
-    removed = 0
-    candidates: list[str] = []
-    async for key, modified in objects.list_keys():
-        if modified < cutoff:
-            candidates.append(key)
-        if len(candidates) >= 200:
-            removed += await _delete_orphans(pool, objects, candidates, batch - removed)
-            candidates = []
-            if removed >= batch:
-                return removed
-    if candidates:
-        removed += await _delete_orphans(pool, objects, candidates, batch - removed)
+    began = await pool.fetchval(store.Q.orphan_sweep_position)
+    seen = await objects.keys_after(began, keys)
+    if began is not None and len(seen) < keys:  # the end of the bucket: round to where this pass began
+        seen += [item for item in await objects.keys_after(None, keys - len(seen)) if item[0] <= began]
+    removed, stopped = 0, began  # stopped: every key up to it is done with
+    for start in range(0, len(seen), ORPHAN_LOOKUP):
+        chunk = seen[start:start + ORPHAN_LOOKUP]
+        old = [key for key, modified in chunk if modified < cutoff]
+        known = {row["object_key"] for row in await pool.fetch(store.Q.known_keys, old)} if old else set()
+        for key, modified in chunk:
+            if modified < cutoff and key not in known:
+                if removed == batch:
+                    await _move_orphan_sweep(pool, began, stopped)
+                    return removed
+                await objects.delete(key)
+                removed += 1
+            stopped = key
+    # Every key looked at: the next pass goes on after the last, or, if this one saw the whole
+    # bucket, starts again at the first.
+    await _move_orphan_sweep(pool, began, stopped if len(seen) == keys else None)
     return removed
+
+
+async def _move_orphan_sweep(pool: asyncpg.Pool, began: str | None, stopped: str | None) -> None:
+    await pool.execute(store.Q.move_orphan_sweep, began, stopped)
 
 
 async def forget_deleted(pool: asyncpg.Pool, days: int, batch: int, limit: int) -> int:
@@ -117,11 +137,3 @@ async def forget_deleted(pool: asyncpg.Pool, days: int, batch: int, limit: int) 
     retention: tasks/retention.py runs first). ``batch`` rows a statement, each its own short
     transaction, at most ``limit`` a pass; returns the rows forgotten."""
     return await delete_in_batches(pool, store.Q.forget_deleted, days, batch=batch, limit=limit)
-
-
-async def _delete_orphans(pool: asyncpg.Pool, objects: ObjectStore, keys: list[str], limit: int) -> int:
-    known = {row["object_key"] for row in await pool.fetch(store.Q.known_keys, keys)}
-    orphans = [key for key in keys if key not in known][:limit]
-    for key in orphans:
-        await objects.delete(key)
-    return len(orphans)

@@ -158,11 +158,21 @@ class ObjectStore:
                 return
             yield [(item["Key"], item["LastModified"]) for item in page.get("Contents", [])]
 
-    async def list_keys(self) -> AsyncIterator[tuple[str, datetime]]:
-        """Every key under this site's prefix, in key order, with its last-modified time."""
-        async for page in self.list_pages():
-            for item in page:
-                yield item
+    async def keys_after(self, after: str | None, limit: int) -> list[tuple[str, datetime]]:
+        """The first ``limit`` keys under this site's prefix that come after ``after`` (from the first
+        key when None), in key order, with their last-modified times; fewer at the end of the bucket."""
+        found: list[tuple[str, datetime]] = []
+        listing: dict[str, Any] = {"Bucket": self.bucket, "Prefix": f"{self.prefix}/"}
+        if after is not None:
+            listing["StartAfter"] = after
+        while len(found) < limit:
+            async with _storage_call("list", self.on_failure):
+                page = await self.client.list_objects_v2(**listing, MaxKeys=min(limit - len(found), 1000))
+            found += [(item["Key"], item["LastModified"]) for item in page.get("Contents", [])]
+            if not page.get("IsTruncated"):
+                break
+            listing["ContinuationToken"] = page["NextContinuationToken"]
+        return found
 
 
 async def open_object_store(settings: Settings, stack: AsyncExitStack,

@@ -109,6 +109,15 @@ RETURNING id, owner_id, object_key;
 -- name: known_keys
 SELECT object_key FROM file WHERE object_key = ANY($1::text[]);
 
+-- name: orphan_sweep_position
+SELECT after_key FROM file_orphan_sweep;
+
+-- name: move_orphan_sweep
+-- Only from where this pass found it: of two maintainers sweeping at once, the one that finishes
+-- second leaves the position the first one moved it to.
+UPDATE file_orphan_sweep SET after_key = $2, moved_at = now()
+WHERE after_key IS NOT DISTINCT FROM $1;
+
 -- ---------------------------------------------------------------- for tasks (tasks/store.py, tasks/results.py)
 
 -- name: lock_task_input
