@@ -7,7 +7,10 @@ so both passes find the same work. The history is seeded straight into the site'
 ``generate_series`` in a few statements, shaped so the audit holds: finished tasks of a thousand
 accounts, spread over the retention window (nothing is due for pruning), succeeded ones with a
 deleted result row and one succeeded attempt, failed ones with one failed attempt, canceled
-ones with none. The audit is expected to grow linearly with the rows; everything else to stay flat.
+ones with none. The newest results are still live, a ready row with its object in the site's
+bucket (``live_results``: a tenth of the tasks, at most LIVE_RESULTS), so the bucket holds what
+a site keeps and a step that reads the bucket is measured too. The audit is expected to grow
+linearly with the rows and objects; everything else to stay flat.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from pathlib import Path
 import asyncpg
 import httpx
 
-from harness import state
+from harness import services, state
 from harness.state import SiteRecord
 
 from .accounts import Account, open_account, site_policy
@@ -32,6 +35,11 @@ from .results import SUBMITS_PER_ACCOUNT, History, HistorySize
 
 PROBE = Path(__file__).with_name("history_probe.py")
 TASKS_PER_ACCOUNT = 1000
+# The newest results of the seeded history are live, each with its object (put over S3, so a
+# tenth of the tasks at most this many: 20,000 objects take about half a minute here).
+LIVE_RESULTS = 20_000
+LIVE_BODY = b"history\n"
+PUTS_AT_ONCE = 16
 
 # Everything a seeded task needs beyond its columns' defaults; $1 = how many, $2 = the run's tag (so two
 # seedings never collide), $3 = the retention in days. Task n: succeeded (n % 20 >= 2), failed (n % 20 = 1)
@@ -41,15 +49,35 @@ INSERT INTO account (id, email, password_hash)
 SELECT md5($2 || 'a' || a)::uuid, 'history-' || $2 || '-' || a || '@example.com', 'not a password hash'
 FROM generate_series(0, $1 - 1) AS a
 """
+# Results: deleted long since, but for the newest $5 tasks' (SEED_LIVE_RESULTS).
 SEED_RESULTS = """
 INSERT INTO file (id, owner_id, name, content_type, size, sha256, status, object_key, kind, created_at, updated_at,
                   ready_at, expires_at, deleted_at)
 SELECT md5($2 || 'r' || n)::uuid, md5($2 || 'a' || (n % $4))::uuid, 'input.txt', 'text/plain', 100,
        sha256(n::text::bytea), 'deleted', 'history/' || $2 || '/' || n, 'result', f, f, f,
        f + interval '7 days', f + interval '7 days'
-FROM generate_series(0, $1 - 1) AS n,
+FROM generate_series($5::integer, $1::integer - 1) AS n,
      LATERAL (SELECT now() - ($3 - 1) * interval '1 day' * (n + 1)::float8 / $1) AS at(f)
 WHERE n % 20 >= 2
+"""
+# The newest $5 tasks' results: ready, under the site's key $6/<owner>/<file>, holding $7 (their objects
+# are put once this commits).
+SEED_LIVE_RESULTS = """
+INSERT INTO file (id, owner_id, name, content_type, size, sha256, status, object_key, kind, created_at, updated_at,
+                  ready_at, expires_at)
+SELECT md5($2 || 'r' || n)::uuid, md5($2 || 'a' || (n % $4))::uuid, 'input.txt', 'text/plain', length($7::bytea),
+       sha256($7::bytea), 'ready',
+       $6::text || '/' || md5($2 || 'a' || (n % $4))::uuid || '/' || md5($2 || 'r' || n)::uuid,
+       'result', f, f, f, now() + interval '7 days'
+FROM generate_series(0, least($5::integer, $1::integer) - 1) AS n,
+     LATERAL (SELECT now() - ($3 - 1) * interval '1 day' * (n + 1)::float8 / $1) AS at(f)
+WHERE n % 20 >= 2
+RETURNING object_key
+"""
+# The live results' bytes counted against their owners' quota, as an upload's are.
+SEED_USAGE = """
+INSERT INTO storage_usage (account_id, used_bytes)
+SELECT owner_id, sum(size) FROM file WHERE status = 'ready' AND object_key = ANY($1::text[]) GROUP BY owner_id
 """
 SEED_TASKS = """
 INSERT INTO task (id, owner_id, request_key, request_fingerprint, processor, processor_version, input_file_id,
@@ -78,23 +106,45 @@ COUNT = "SELECT (SELECT count(*) FROM task) AS tasks, (SELECT count(*) FROM task
         "(SELECT count(*) FROM file) AS files"
 
 
-async def seed(database_url: str, tasks: int, days: int) -> float:
-    """``tasks`` finished tasks of history in the site's database; returns the seconds it took."""
+def live_results(tasks: int) -> int:
+    """How many of ``tasks`` seeded tasks (the newest) keep a live result with its object."""
+    return min(LIVE_RESULTS, tasks // 10)
+
+
+async def put_objects(s3: state.S3Record, bucket: str, keys: list[str]) -> None:
+    room = asyncio.Semaphore(PUTS_AT_ONCE)
+    async with services.s3_client(s3) as client:
+
+        async def put(key: str) -> None:
+            async with room:
+                await client.put_object(Bucket=bucket, Key=key, Body=LIVE_BODY, ContentType="text/plain")
+
+        await asyncio.gather(*(put(key) for key in keys))
+
+
+async def seed(s3: state.S3Record, site: SiteRecord, tasks: int, days: int) -> tuple[float, int]:
+    """``tasks`` finished tasks of history in the site's database, the newest results' objects in its
+    bucket; returns the seconds it took and how many objects."""
     tag = uuid.uuid4().hex[:8]
     accounts = max(1, tasks // TASKS_PER_ACCOUNT)
     began = time.perf_counter()
-    conn = await asyncpg.connect(database_url)
+    conn = await asyncpg.connect(site.database_url)
     try:
         async with conn.transaction():
             await conn.execute(SEED_ACCOUNTS, accounts, tag)
-            await conn.execute(SEED_RESULTS, tasks, tag, days, accounts)
+            newest = live_results(tasks)
+            await conn.execute(SEED_RESULTS, tasks, tag, days, accounts, newest)
+            live = [row["object_key"] for row in await conn.fetch(SEED_LIVE_RESULTS, tasks, tag, days, accounts,
+                                                                  newest, site.object_prefix, LIVE_BODY)]
+            await conn.execute(SEED_USAGE, live)
             await conn.execute(SEED_TASKS, tasks, tag, days, accounts)
             await conn.execute(SEED_ATTEMPTS, tasks, tag, days)
         for table in ("account", "file", "task", "task_attempt"):  # as autovacuum would have long since
             await conn.execute(f"VACUUM ANALYZE {table}")
     finally:
         await conn.close()
-    return round(time.perf_counter() - began, 1)
+    await put_objects(s3, site.bucket, live)
+    return round(time.perf_counter() - began, 1), len(live)
 
 
 def probe(state_dir: Path, site: SiteRecord) -> dict:
@@ -168,7 +218,7 @@ async def history(state_dir: Path, site: SiteRecord, *, tasks: int, samples: int
     empty_accounts, full_accounts = accounts
     try:
         empty = await measure(state_dir, site, samples, empty_accounts)
-        seconds = await seed(site.database_url, tasks, days)
+        seconds, objects = await seed(state.load(state_dir).services.s3, site, tasks, days)
     except BaseException:
         for account in full_accounts:
             await account.close()
@@ -176,7 +226,7 @@ async def history(state_dir: Path, site: SiteRecord, *, tasks: int, samples: int
     full = await measure(state_dir, site, samples, full_accounts)
     added = full.tasks - empty.tasks
     per_100k = round((full.audit_s - empty.audit_s) / added * 100_000, 2) if added > 0 else None
-    return History(site=site.slug, seeded=tasks, seed_seconds=seconds, empty=empty, full=full,
+    return History(site=site.slug, seeded=tasks, seed_seconds=seconds, empty=empty, full=full, live_objects=objects,
                    audit_s_per_100k_tasks=per_100k,
                    submit_p99_ratio=ratio(full.submit.p99, empty.submit.p99),
                    list_p99_ratio=ratio(full.list_first_page.p99, empty.list_first_page.p99),

@@ -208,6 +208,7 @@ class History(msgspec.Struct, frozen=True):
     submit_p99_ratio: float | None  # full / empty
     list_p99_ratio: float | None
     maintenance_ratio: float | None
+    live_objects: int = 0  # of the seeded results, the newest ones still ready, each with its object
 
 
 class BenchReport(msgspec.Struct):

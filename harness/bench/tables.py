@@ -230,7 +230,8 @@ def history_section(report: BenchReport, markdown: bool = False) -> tuple[str, s
                  h.list_p99_ratio, ratio(h.full.first_pass_s, h.empty.first_pass_s), h.maintenance_ratio,
                  ratio(h.full.audit_s, h.empty.audit_s), None])
     title = (f"Cost as history grows: {h.site} as it was, then with {h.seeded:,} tasks of history "
-             f"(seeded in {h.seed_seconds:g} s); the audit takes {cell(h.audit_s_per_100k_tasks)} s per 100,000 tasks")
+             f"({h.live_objects:,} of them with a live result and its object; seeded in {h.seed_seconds:g} s); "
+             f"the audit takes {cell(h.audit_s_per_100k_tasks)} s per 100,000 tasks")
     return title, table(["site", "tasks", "attempts", "files", "submit p50 ms", "submit p99 ms", "list p50 ms",
                          "list p99 ms", "first pass s", "pass s (median of 3)", "audit s", "audit clean"], rows,
                  markdown)
