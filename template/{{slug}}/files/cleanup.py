@@ -32,10 +32,8 @@ log = logging.getLogger(__name__)
 SETTLE_SECONDS = 60
 STALE_UPLOAD_SECONDS = 3600
 ORPHAN_GRACE = timedelta(hours=1)
-# Keys the orphan sweep looks at a pass (maintenance gives it 50 times its ``batch``), and asks the
-# database about at once.
+# Keys the orphan sweep looks at a pass (maintenance gives it 50 times its ``batch``).
 ORPHAN_KEYS = 1000
-ORPHAN_LOOKUP = 200
 
 
 async def expire_files(pool: asyncpg.Pool, batch: int) -> int:
@@ -109,27 +107,21 @@ async def purge_orphans(pool: asyncpg.Pool, objects: ObjectStore, batch: int, gr
     seen = await objects.keys_after(began, keys)
     if began is not None and len(seen) < keys:  # the end of the bucket: round to where this pass began
         seen += [item for item in await objects.keys_after(None, keys - len(seen)) if item[0] <= began]
+    old = [key for key, modified in seen if modified < cutoff]
+    known = {row["object_key"] for row in await pool.fetch(store.Q.known_keys, old)} if old else set()
     removed, stopped = 0, began  # stopped: every key up to it is done with
-    for start in range(0, len(seen), ORPHAN_LOOKUP):
-        chunk = seen[start:start + ORPHAN_LOOKUP]
-        old = [key for key, modified in chunk if modified < cutoff]
-        known = {row["object_key"] for row in await pool.fetch(store.Q.known_keys, old)} if old else set()
-        for key, modified in chunk:
-            if modified < cutoff and key not in known:
-                if removed == batch:
-                    await _move_orphan_sweep(pool, began, stopped)
-                    return removed
-                await objects.delete(key)
-                removed += 1
-            stopped = key
-    # Every key looked at: the next pass goes on after the last, or, if this one saw the whole
-    # bucket, starts again at the first.
-    await _move_orphan_sweep(pool, began, stopped if len(seen) == keys else None)
-    return removed
-
-
-async def _move_orphan_sweep(pool: asyncpg.Pool, began: str | None, stopped: str | None) -> None:
+    for key, modified in seen:
+        if modified < cutoff and key not in known:
+            if removed == batch:
+                break
+            await objects.delete(key)
+            removed += 1
+        stopped = key
+    else:  # every key looked at: after a pass that saw the whole bucket, the next starts at the first
+        if len(seen) < keys:
+            stopped = None
     await pool.execute(store.Q.move_orphan_sweep, began, stopped)
+    return removed
 
 
 async def forget_deleted(pool: asyncpg.Pool, days: int, batch: int, limit: int) -> int:
