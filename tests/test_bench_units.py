@@ -456,6 +456,39 @@ def test_cpu_reading_finds_this_process() -> None:
     used = cpu.reading({"driver": {os.getpid()}, "nobody": set()})
     assert used["driver"] > 0 and used["nobody"] == 0
 
+# A stand-in for a postmaster: on "go" it starts a child that burns CPU, waits for it (as the
+# postmaster reaps an autovacuum worker or a closed backend) and says so.
+_REAPING_PARENT = """
+import subprocess, sys
+sys.stdin.readline()
+subprocess.run([sys.executable, "-c", "import time\\nwhile time.process_time() < 0.4: pass"], check=True)
+print("reaped", flush=True)
+sys.stdin.readline()
+"""
+
+
+def test_the_cpu_of_a_postgres_child_that_ended_within_the_batch_is_counted() -> None:
+    """An autovacuum worker that starts and ends between two readings is seen by neither as a live
+    process: only its parent's count of reaped children holds what it used."""
+    import subprocess
+    import sys
+
+    from harness.bench import cpu
+
+    parent = subprocess.Popen([sys.executable, "-c", _REAPING_PARENT], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        groups = {"postgres": {parent.pid}}
+        before = cpu.reading(groups)
+        parent.stdin.write("go\n")
+        parent.stdin.flush()
+        assert parent.stdout.readline().strip() == "reaped"
+        used = cpu.reading(groups)["postgres"] - before["postgres"]
+    finally:
+        parent.stdin.close()
+        parent.wait(timeout=30)
+    assert used >= 0.35
+
 
 def test_the_cpu_table_totals_each_run() -> None:
     ((_, rendered),) = [s for s in tables.sections(_report()) if s[0].startswith("CPU per task")]

@@ -15,7 +15,7 @@ import asyncpg
 
 from harness.state import SiteRecord, SitesFile
 
-from . import bare_worker, cpu
+from . import bare_worker, cpu, vacuum
 from .accounts import input_text, normalized
 from .measure import BenchError
 from .reference import Command, Jobs, per_worker_count, put_inputs, scratch
@@ -38,11 +38,13 @@ def baseline(sites: SitesFile, via: SiteRecord, *, tasks: int, concurrency: int,
              logs: Path, seconds: float = 0.0, round_number: int = 1) -> list[Baseline]:
     with scratch(sites, via, "bare") as config:
         return asyncio.run(_measure(config, tasks, concurrency, workers, logs, cpu.service_groups(sites, via),
-                                    seconds, round_number))
+                                    seconds, round_number,
+                                    vacuum.for_batch(sites.services, config.database_url)))
 
 
 async def _measure(config: bare_worker.Config, tasks: int, concurrency: int, workers: tuple[int, ...],
-                   logs: Path, shared: cpu.Groups, seconds: float, round_number: int) -> list[Baseline]:
+                   logs: Path, shared: cpu.Groups, seconds: float, round_number: int,
+                   vacuumed: vacuum.Vacuum | None) -> list[Baseline]:
     sources = [f"inputs/{client}" for client in range(concurrency)]
     await put_inputs(config, sources)
     broker = bare_worker.create_broker(config.broker_url, config.namespace)
@@ -68,7 +70,7 @@ async def _measure(config: bare_worker.Config, tasks: int, concurrency: int, wor
         return await per_worker_count(Baseline, Jobs(start, conn, RESULTS_FINISHED, check), worker, counts=workers,
                                       tasks=tasks, concurrency=concurrency, environ=config.environ(), logs=logs,
                                       groups=shared, worker_group="bare worker", seconds=seconds,
-                                      round_number=round_number)
+                                      round_number=round_number, vacuum=vacuumed)
     finally:
         await conn.close()
         broker.close()

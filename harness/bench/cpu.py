@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 
+import psutil
+
 from harness.state import SiteRecord, SitesFile
 
 from .machine import cpu_by_pid
@@ -36,13 +38,27 @@ def site_groups(sites: SitesFile, site: SiteRecord) -> Groups:
     return {**service_groups(sites, site), "web": set(site.pids.web), "worker": set(site.pids.worker)}
 
 
+def reaped(pid: int) -> float:
+    """CPU seconds of ``pid``'s children that ended and were waited for: the kernel adds them to the
+    parent's count, and no reading of live processes sees them again."""
+    try:
+        times = psutil.Process(pid).cpu_times()
+    except psutil.NoSuchProcess:
+        return 0.0
+    return times.children_user + times.children_system
+
+
 def reading(groups: Groups) -> dict[str, float]:
-    """CPU seconds so far per group; PostgreSQL's backends count with their postmaster."""
+    """CPU seconds so far per group; PostgreSQL's backends count with their postmaster, the ones that
+    ended too (an autovacuum worker or a closed connection's backend that lived between two readings
+    would otherwise never be counted: a child moves from the live sum to its parent's reaped count)."""
     used = dict.fromkeys(groups, 0.0)
     for pid, (parent, seconds) in cpu_by_pid().items():
         for name, roots in groups.items():
             if pid in roots or (name == "postgres" and parent in roots):
                 used[name] += seconds
+    if "postgres" in groups:
+        used["postgres"] += sum(reaped(root) for root in groups["postgres"])
     return used
 
 

@@ -22,6 +22,7 @@ from .loop import TASKS_FINISHED, Completions, LoopResult, StartJob, closed_loop
 from .measure import BenchError
 from .results import Commits, EndToEnd
 from .speed import Probe
+from .vacuum import Vacuum
 
 
 def database_name(site: SiteRecord) -> str:
@@ -52,9 +53,10 @@ def submitter(site: SiteRecord, accounts: list[Account]) -> StartJob:
 
 async def end_to_end(site: SiteRecord, accounts: list[Account], *, tasks: int, workers: int,
                      groups: cpu.Groups, server_url: str | None = None, seconds: float = 0.0,
-                     round_number: int = 1) -> tuple[EndToEnd, Commits | None]:
+                     round_number: int = 1, vacuum: Vacuum | None = None) -> tuple[EndToEnd, Commits | None]:
     """One closed-loop batch of at least ``tasks`` and ``seconds`` with ``len(accounts)`` in flight; the CPU
-    it costs each process in ``groups``; commits counted if ``server_url``."""
+    it costs each process in ``groups``, its own vacuum included (vacuum.py); commits counted if
+    ``server_url``."""
     start = submitter(site, accounts)
     conn = await asyncpg.connect(site.database_url)
     server = await asyncpg.connect(server_url) if server_url else None
@@ -64,10 +66,14 @@ async def end_to_end(site: SiteRecord, accounts: list[Account], *, tasks: int, w
         await closed_loop(start, Completions(conn, TASKS_FINISHED), len(accounts), len(accounts))
         window = await commits.open_window(server, database_name(site)) if server else None
         completions = Completions(conn, TASKS_FINISHED)
+        if vacuum:
+            await vacuum.clean_slate()
         async with Probe() as probe:
             before = cpu.reading(groups)
             batch: LoopResult = await closed_loop(start, completions, tasks, len(accounts), seconds)
             done = len(batch.jobs)
+            if vacuum:
+                await vacuum.own()
             used = cpu.per_task(before, cpu.reading(groups), done)
         counted = None
         if server and window:

@@ -25,7 +25,7 @@ import httpx
 from harness import KIT_ROOT, processes, services
 from harness.state import SiteRecord, SitesFile
 
-from . import cpu, naive_site
+from . import cpu, naive_site, vacuum
 from .accounts import input_text, normalized, submit_body
 from .bare_worker import Config
 from .loop import TASKS_FINISHED
@@ -40,7 +40,8 @@ def naive(sites: SitesFile, via: SiteRecord, *, tasks: int, concurrency: int, wo
           logs: Path, seconds: float = 0.0, round_number: int = 1) -> list[Naive]:
     with scratch(sites, via, "naive") as config:
         return asyncio.run(_measure(config, via.venv_python, tasks, concurrency, workers, logs,
-                                    cpu.service_groups(sites, via), seconds, round_number))
+                                    cpu.service_groups(sites, via), seconds, round_number,
+                                    vacuum.for_batch(sites.services, config.database_url)))
 
 
 async def _check_results(config: Config, jobs: list[UUID], client_of: dict[UUID, int]) -> None:
@@ -60,7 +61,8 @@ async def _check_results(config: Config, jobs: list[UUID], client_of: dict[UUID,
 
 
 async def _measure(config: Config, python: str, tasks: int, concurrency: int, workers: tuple[int, ...],
-                   logs: Path, shared: cpu.Groups, seconds: float, round_number: int) -> list[Naive]:
+                   logs: Path, shared: cpu.Groups, seconds: float, round_number: int,
+                   vacuumed: vacuum.Vacuum | None) -> list[Naive]:
     file_ids = [uuid.uuid4() for _ in range(concurrency)]
     await put_inputs(config, [naive_site.input_key(file_id) for file_id in file_ids])
     environ = {**config.environ(), "PYTHONPATH": str(KIT_ROOT)}  # the site's interpreter, the kit's module
@@ -90,6 +92,6 @@ async def _measure(config: Config, python: str, tasks: int, concurrency: int, wo
             return await per_worker_count(Naive, Jobs(start, conn, TASKS_FINISHED, check), worker, counts=workers,
                                           tasks=tasks, concurrency=concurrency, environ=environ, logs=logs,
                                           groups={**shared, "web": set(web_pids)}, worker_group="worker",
-                                          seconds=seconds, round_number=round_number)
+                                          seconds=seconds, round_number=round_number, vacuum=vacuumed)
     finally:
         await conn.close()

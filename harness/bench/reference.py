@@ -31,6 +31,7 @@ from .loop import Completions, StartJob, closed_loop
 from .measure import BenchError
 from .results import Baseline
 from .speed import Probe
+from .vacuum import Vacuum
 
 R = TypeVar("R", bound=Baseline)  # a reference's result: Baseline, or Naive with the same fields
 
@@ -107,21 +108,26 @@ class Jobs(msgspec.Struct, frozen=True):
 
 async def per_worker_count(result: type[R], jobs: Jobs, worker: Command, *, counts: Sequence[int], tasks: int,
                            concurrency: int, environ: dict[str, str], logs: Path, groups: cpu.Groups,
-                           worker_group: str, seconds: float = 0.0, round_number: int = 1) -> list[R]:
+                           worker_group: str, seconds: float = 0.0, round_number: int = 1,
+                           vacuum: Vacuum | None = None) -> list[R]:
     """For each count: start that many ``worker`` processes, run one untimed job per client (connections,
     imports and prepared statements warm, as the sites get), then a timed batch of at least ``tasks`` and
-    ``seconds``, with the CPU it costs each of ``groups`` and the workers (as ``worker_group``); stop the
-    workers, check the results."""
+    ``seconds``, with the CPU it costs each of ``groups`` and the workers (as ``worker_group``), its own vacuum
+    included (vacuum.py); stop the workers, check the results."""
     measured = []
     for count in counts:
         commands = [msgspec.structs.replace(worker, name=f"{worker.name}-{index}") for index in range(count)]
         async with running(commands, environ, logs) as pids:
             await closed_loop(jobs.start, Completions(jobs.conn, jobs.finished), concurrency, concurrency)
             counted = {**groups, worker_group: set(pids)}
+            if vacuum:
+                await vacuum.clean_slate()
             async with Probe() as probe:
                 before = cpu.reading(counted)
                 batch = await closed_loop(jobs.start, Completions(jobs.conn, jobs.finished), tasks, concurrency,
                                           seconds)
+                if vacuum:
+                    await vacuum.own()
                 used = cpu.per_task(before, cpu.reading(counted), len(batch.jobs))
         await jobs.check(batch.jobs)
         measured.append(result(workers=count, tasks=len(batch.jobs), seconds=batch.seconds,

@@ -25,7 +25,7 @@ from harness import control, stand, state
 from harness.render import provenance
 from harness.state import SiteRecord, SitesFile
 
-from . import cpu, rounds, tables
+from . import cpu, rounds, tables, vacuum
 from .accounts import Account, open_account
 from .api import api_submit, open_api_accounts
 from .baseline import baseline
@@ -71,7 +71,8 @@ async def site_round(state_dir: Path, sites: SitesFile, site: SiteRecord, accoun
             measured, counted = await end_to_end(site, accounts, tasks=config.tasks, workers=workers,
                                                  groups=cpu.site_groups(sites, current),
                                                  server_url=sites.services.postgres.url if counting else None,
-                                                 seconds=config.batch_seconds, round_number=number)
+                                                 seconds=config.batch_seconds, round_number=number,
+                                                 vacuum=vacuum.for_batch(sites.services, site.database_url))
         report.end_to_end.append(measured)
         if counted:
             report.commits.append(counted)

@@ -19,7 +19,7 @@ from pathlib import Path
 from harness import control, state
 from harness.state import SiteRecord
 
-from . import cpu
+from . import cpu, vacuum
 from .accounts import Account
 from .endtoend import end_to_end
 from .machine import OtherLoad
@@ -51,7 +51,8 @@ async def scale_out(state_dir: Path, site: SiteRecord, accounts: list[Account], 
             sites, current = record(state_dir, site.slug)
             with other.phase(f"{site.slug} scaling, {web} web / {workers} worker(s)"):
                 measured, _ = await end_to_end(site, accounts, tasks=tasks, workers=workers,
-                                               groups=cpu.site_groups(sites, current))
+                                               groups=cpu.site_groups(sites, current),
+                                               vacuum=vacuum.for_batch(sites.services, site.database_url))
             rows.append(Scaled(web=web, run=measured))
     finally:
         await run_with(state_dir, site.slug, len(before.pids.web), len(before.pids.worker))
