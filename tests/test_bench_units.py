@@ -723,6 +723,19 @@ def test_the_cpu_ratio_is_taken_within_each_round() -> None:
     assert rounds.cpu_ratio_spreads(report, rounds.NAIVE)[("alpha", 1)] == rounds.Spread(1.333, 1.0, 2.2, 3)
 
 
+def test_each_process_is_compared_with_the_naive_sites_within_its_round() -> None:
+    report = _rounds_report(ours=[50.0, 20.0, 60.0], naive=[100.0, 40.0, 100.0], bare=[100.0, 50.0, 120.0])
+    # ours: web 1, 2, 3 ms and worker 10; naive: web 1 and worker 4, 8, 12 — the worker's drift is the
+    # hour's, so by process within a round: web 1, 2, 3; worker 2.5, 1.25, 0.833
+    report.naive = [msgspec.structs.replace(n, cpu_ms_per_task={"web": 1.0, "worker": 4.0 * n.round})
+                    for n in report.naive]
+    assert rounds.cpu_ratios(report, rounds.NAIVE, rounds.process_cpu("worker")) == {("alpha", 1): [2.5, 1.25, 0.833]}
+    assert rounds.cpu_ratios(report, rounds.NAIVE, rounds.process_cpu("postgres")) == {("alpha", 1): [None] * 3}
+    header, _, row = tables.process_ratio_table(report, markdown=True).splitlines()
+    assert header == "| site | workers | web | worker | total |"
+    assert row == "| alpha | 1 | 2.00 (1.00-3.00) | 1.25 (0.83-2.50) | 1.33 (1.00-2.20) |"
+
+
 def test_at_equal_speed_each_sides_cpu_is_counted_in_its_own_batchs_probe_units() -> None:
     report = _rounds_report(ours=[50.0, 20.0, 60.0], naive=[100.0, 40.0, 100.0], bare=[100.0, 50.0, 120.0])
     # ours cost 11, 12, 13 ms; the naive site 10 ms in every round. In round 2 the machine ran slow

@@ -86,6 +86,16 @@ def at_equal_speed(run: Baseline | EndToEnd) -> float | None:
     return total_cpu(run) / run.unit_ms
 
 
+def process_cpu(name: str) -> Cost:
+    """One process group's CPU per task (None for a batch that did not measure it): compared round by
+    round, it tells which process carries the distance, judged as the total is."""
+
+    def cost(run: Baseline | EndToEnd) -> float | None:
+        return run.cpu_ms_per_task.get(name)
+
+    return cost
+
+
 def cpu_ratios(report: BenchReport, reference: str,
                cost: Cost = total_cpu) -> dict[tuple[str, int], list[float | None]]:
     """Each site's CPU per task (``cost``: every process as measured, or ``at_equal_speed``) over

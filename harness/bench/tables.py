@@ -142,6 +142,26 @@ def reference_table(report: BenchReport, markdown: bool = False) -> str:
                   "ours/bare", "range", "CPU ours/naive", "range", "at equal speed", "range"], rows, markdown)
 
 
+def spread_cell(found: rounds.Spread | None) -> str:
+    """``median (low-high)``; the median alone for one round; ``-`` for none."""
+    if not found:
+        return "-"
+    return f"{cell(found.median)} ({span(found)})" if found.count > 1 else cell(found.median)
+
+
+def process_ratio_table(report: BenchReport, markdown: bool = False) -> str:
+    """Per site and worker count, each process's CPU per task over the naive site's and the total's: the
+    median of the ratios taken within a round, with their range. A process whose part of the distance
+    is only the hour's drift reads about 1 here, however far apart the medians of the profile table are."""
+    columns = [g for g in GROUPS if any(g in run.cpu_ms_per_task for run in report.naive)]
+    by_process = {g: rounds.cpu_ratio_spreads(report, rounds.NAIVE, rounds.process_cpu(g)) for g in columns}
+    total = rounds.cpu_ratio_spreads(report, rounds.NAIVE)
+    rows = [[site, workers, *(spread_cell(by_process[g].get((site, workers))) for g in columns),
+             spread_cell(total.get((site, workers)))]
+            for site, workers in batches(report.end_to_end)]
+    return table(["site", "workers", *columns, "total"], rows, markdown)
+
+
 def sections(report: BenchReport, markdown: bool = False) -> list[tuple[str, str]]:
     """(title, table) for every phase that has numbers."""
     config = report.config
@@ -169,6 +189,8 @@ def sections(report: BenchReport, markdown: bool = False) -> list[tuple[str, str
                     "CPU per task (every process) of ours / naive site, as measured and at equal machine speed "
                     "(each batch's CPU over its speed probe's unit, speed.py)",
                     reference_table(report, markdown)))
+        out.append(("Ours / naive site by process: CPU per task, the median of the ratios taken within a round "
+                    "(range)", process_ratio_table(report, markdown)))
     if report.end_to_end or report.baseline or report.naive:
         runs = [(f"{site} {workers}w", rounds.median_cpu(group))
                 for (site, workers), group in batches(report.end_to_end).items()]
