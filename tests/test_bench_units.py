@@ -456,6 +456,22 @@ def test_cpu_reading_finds_this_process() -> None:
     used = cpu.reading({"driver": {os.getpid()}, "nobody": set()})
     assert used["driver"] > 0 and used["nobody"] == 0
 
+def test_the_cpu_a_piece_of_work_used_is_read_around_it() -> None:
+    import asyncio
+    import os
+    import time
+
+    from harness.bench import cpu
+
+    async def burn() -> None:
+        began = time.process_time()
+        while time.process_time() - began < 0.2:
+            pass
+
+    used = asyncio.run(cpu.used_by({"driver": {os.getpid()}, "nobody": set()}, burn()))
+    assert used["driver"] >= 0.2 and used["nobody"] == 0
+
+
 # A stand-in for a postmaster: on "go" it starts a child that burns CPU, waits for it (as the
 # postmaster reaps an autovacuum worker or a closed backend) and says so.
 _REAPING_PARENT = """

@@ -8,6 +8,7 @@ readings — a profile across processes that needs no instrumentation in them.
 from __future__ import annotations
 
 import os
+from collections.abc import Awaitable
 
 import psutil
 
@@ -60,6 +61,14 @@ def reading(groups: Groups) -> dict[str, float]:
     if "postgres" in groups:
         used["postgres"] += sum(reaped(root) for root in groups["postgres"])
     return used
+
+
+async def used_by(groups: Groups, work: Awaitable[object]) -> dict[str, float]:
+    """CPU seconds each group used while ``work`` ran."""
+    before = reading(groups)
+    await work
+    after = reading(groups)
+    return {name: after[name] - before[name] for name in groups}
 
 
 def per_task(before: dict[str, float], after: dict[str, float], tasks: int) -> dict[str, float]:

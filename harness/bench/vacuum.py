@@ -4,9 +4,10 @@ A batch's updates and deletes leave dead rows, which PostgreSQL's autovacuum wor
 later: maybe during the next batch, of another system, which would then be charged for them (the
 postgres group counts every child of the postmaster, ended ones too: cpu.py). So before a batch's
 window opens, every database of the run's server is vacuumed (no batch starts with another's dead
-rows), and before it closes, the batch's own database is vacuumed again (what is left of its dead
-rows reclaimed inside the window, by a backend the postgres group counts). Autovacuum stays on: a
-worker it starts on the batch's database during the window is the batch's too.
+rows), and after its last task the batch's own database is vacuumed again, what that costs added to
+the batch's CPU (what is left of its dead rows, reclaimed by a backend the postgres group counts).
+Autovacuum stays on: a worker it starts on the batch's database during the window is the batch's too.
+A vacuum commits a transaction per table, so both stay out of a window that counts commits.
 """
 
 from __future__ import annotations
