@@ -465,11 +465,12 @@ def test_the_cpu_a_piece_of_work_used_is_read_around_it() -> None:
 
     async def burn() -> None:
         began = time.process_time()
-        while time.process_time() - began < 0.2:
+        while time.process_time() - began < 0.3:
             pass
 
     used = asyncio.run(cpu.used_by({"driver": {os.getpid()}, "nobody": set()}, burn()))
-    assert used["driver"] >= 0.2 and used["nobody"] == 0
+    # the kernel's counters psutil reads tick in hundredths: each reading may be a tick short
+    assert used["driver"] >= 0.25 and used["nobody"] == 0
 
 
 # A stand-in for a postmaster: on "go" it starts a child that burns CPU, waits for it (as the
