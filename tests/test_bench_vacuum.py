@@ -45,28 +45,26 @@ async def _databases(url: str) -> None:
             await db.close()
 
 
-async def _churn_and_count(url: str) -> dict[str, int]:
+async def _in_each(url: str, statement: str) -> dict[str, object]:
+    """``statement``'s value in every database, each on a connection of its own."""
+    values = {}
+    for name in DATABASES:
+        db = await asyncpg.connect(with_database(url, name))
+        try:
+            values[name] = await db.fetchval(statement)
+        finally:
+            await db.close()
+    return values
+
+
+async def _churn_and_count(url: str) -> dict[str, object]:
     """Leave dead rows in every database; how often each one's table was vacuumed so far."""
-    counts = {}
-    for name in DATABASES:
-        db = await asyncpg.connect(with_database(url, name))
-        try:
-            await db.execute("UPDATE work SET n = n + 1")
-            counts[name] = await db.fetchval("SELECT vacuum_count FROM pg_stat_user_tables WHERE relname = 'work'")
-        finally:
-            await db.close()
-    return counts
+    await _in_each(url, "UPDATE work SET n = n + 1")
+    return await _vacuumed(url)
 
 
-async def _vacuumed(url: str) -> dict[str, int]:
-    counts = {}
-    for name in DATABASES:
-        db = await asyncpg.connect(with_database(url, name))
-        try:
-            counts[name] = await db.fetchval("SELECT vacuum_count FROM pg_stat_user_tables WHERE relname = 'work'")
-        finally:
-            await db.close()
-    return counts
+async def _vacuumed(url: str) -> dict[str, object]:
+    return await _in_each(url, "SELECT vacuum_count FROM pg_stat_user_tables WHERE relname = 'work'")
 
 
 def test_a_batch_starts_with_every_database_vacuumed_and_vacuums_only_its_own_in_its_window(server: str) -> None:

@@ -44,7 +44,7 @@ class Vacuum(msgspec.Struct, frozen=True):
             await self._vacuum(database)
 
     async def own(self) -> None:
-        """The batch's own dead rows reclaimed: inside the window."""
+        """The batch's own dead rows reclaimed: after its last task, its CPU counted as the batch's."""
         await self._vacuum(self.database)
 
 
