@@ -141,6 +141,7 @@ def bench_config(args: argparse.Namespace) -> bench_results.BenchConfig:
     config = bench_results.BenchConfig(
         sites=args.sites, tasks=args.tasks, concurrency=args.concurrency, rounds=args.rounds,
         batch_seconds=args.batch_seconds, statement_tasks=args.statement_tasks, scaling_tasks=args.scaling_tasks,
+        floor_seconds=args.floor_seconds,
         history_tasks=bench_results.HISTORY_TASKS if args.history_tasks is None else args.history_tasks)
     if not args.quick:
         return config
@@ -158,8 +159,8 @@ def bench_problem(args: argparse.Namespace) -> str | None:
         return "--tasks must be at least 1"
     if not 1 <= args.concurrency <= 64:
         return "--concurrency must be between 1 and 64"
-    if args.statement_tasks < 0 or args.scaling_tasks < 0 or (args.history_tasks or 0) < 0:
-        return "--statement-tasks, --scaling-tasks and --history-tasks must be 0 (skip) or more"
+    if min(args.statement_tasks, args.scaling_tasks, args.floor_seconds, args.history_tasks or 0) < 0:
+        return "--statement-tasks, --scaling-tasks, --floor-seconds and --history-tasks must be 0 (skip) or more"
     if args.rounds < 1:
         return "--rounds must be at least 1"
     if args.batch_seconds < 0:
@@ -278,6 +279,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="tasks of the batch whose round trips are counted from the statement log (0: skip)")
     bench.add_argument("--scaling-tasks", type=int, default=100,
                        help="tasks per batch of the first site's scaling rows (0: skip the phase)")
+    bench.add_argument("--floor-seconds", type=int, default=10,
+                       help="seconds each pgbench script of the PostgreSQL floor runs a round, on the first site "
+                            "(0: skip the phase)")
     bench.add_argument("--json", default=None, metavar="OUT", help="also write the results as JSON to OUT")
     bench.add_argument("--plot", default=None, metavar="PNG", help="where the plot goes (default: the state folder)")
     bench.add_argument("--state", default=None, help="default: .state/bench/<timestamp>")

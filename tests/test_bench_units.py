@@ -23,6 +23,8 @@ from harness.bench.results import (
     BenchReport,
     Commits,
     EndToEnd,
+    Floor,
+    FloorRun,
     Listing,
     Machine,
     Naive,
@@ -159,6 +161,24 @@ def test_the_ceiling_uses_the_best_commit_rate_and_the_sites_best_rate() -> None
     assert row.ceiling_tasks_per_s == 200.0
     assert row.ours_tasks_per_s == 25.0
     assert row.fraction == 0.125
+
+
+def test_the_floor_gives_each_scripts_cost_and_its_ratio_to_the_naive_rows_within_a_round() -> None:
+    report = _report()
+    costs = {"naive": (0.3, 0.6), "bare": (0.6, 0.9), "rows": (1.2, 1.5), "calls": (1.8, 2.4)}
+    report.floor = Floor(site="alpha", clients=1, seconds=10, runs=[
+        FloorRun(script=name, round=number, tasks=1000, ms_per_task=both[number - 1])
+        for number in (1, 2) for name, both in costs.items()])
+    ((title, rendered),) = [s for s in tables.sections(report) if s[0].startswith("PostgreSQL floor")]
+    assert "alpha's database" in title and "1 client" in title
+    lines = {line.split()[0]: line for line in rendered.splitlines()[1:]}
+    # calls: 1.8 and 2.4 ms; over the naive rows of the same round 6.0 and 4.0 (not 2.1 / 0.45 across rounds)
+    assert lines["calls"].split()[-4:] == ["2.10", "(1.80-2.40)", "5.00", "(4.00-6.00)"]
+    assert lines["naive"].split()[-4:] == ["0.45", "(0.30-0.60)", "1.00", "(1.00-1.00)"]
+    # the site's live batches beside them: the postgres group of its one round at each worker count
+    live = [line.split() for line in rendered.splitlines() if line.startswith("alpha")]
+    assert [(row[1], row[-2:]) for row in live] == [("1w", ["9.00", "-"]), ("2w", ["-", "-"])]
+    assert not [s for s in tables.sections(_report()) if s[0].startswith("PostgreSQL floor")]
 
 
 def test_plain_table_aligns_columns() -> None:

@@ -52,7 +52,8 @@ def _connection_args(url: str) -> tuple[list[str], dict[str, str]]:
     return [*args, parts.path.lstrip("/")], env
 
 
-def _pgbench(url: str, *options: str) -> str:
+def run_pgbench(url: str, *options: str) -> str:
+    """pgbench with ``options`` against ``url``'s database; its output."""
     target, env = _connection_args(url)
     result = subprocess.run([str(pgbench_path()), *options, *target], capture_output=True, text=True,
                             env={**os.environ, **env}, timeout=300, check=False)
@@ -66,10 +67,10 @@ def pgbench(server_url: str, run_id: str, *, clients: tuple[int, ...], seconds: 
     asyncio.run(create_database(server_url, name))
     try:
         url = with_database(server_url, name)
-        _pgbench(url, "-i", "-q", "-s", str(SCALE))
+        run_pgbench(url, "-i", "-q", "-s", str(SCALE))
         measured = []
         for count in clients:
-            output = _pgbench(url, "-b", "simple-update", "-n", "-c", str(count), "-j", str(min(count, 2)),
+            output = run_pgbench(url, "-b", "simple-update", "-n", "-c", str(count), "-j", str(min(count, 2)),
                               "-T", str(seconds))
             measured.append(Pgbench(clients=count, seconds=seconds, tps=round(parse_tps(output), 1)))
         return measured

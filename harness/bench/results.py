@@ -46,6 +46,9 @@ class BenchConfig(msgspec.Struct, frozen=True):
     # The first site with this many tasks of history against the same site empty (history.py); 0: skipped.
     history_tasks: int = HISTORY_TASKS
     history_samples: int = 200  # submits and list requests timed at each size
+    # The PostgreSQL floor (floor.py): each of its pgbench scripts this many seconds a round, on the first
+    # site (embedded PostgreSQL only); 0: skipped.
+    floor_seconds: int = 10
 
 
 def quick(config: BenchConfig) -> BenchConfig:
@@ -53,7 +56,7 @@ def quick(config: BenchConfig) -> BenchConfig:
     return msgspec.structs.replace(config, tasks=min(config.tasks, 40), batch_seconds=0.0, list_tasks=5_000,
                                    list_samples=10, pgbench_seconds=2, statement_tasks=min(config.statement_tasks, 10),
                                    scaling_tasks=0, history_tasks=min(config.history_tasks, 20_000),
-                                   history_samples=30)
+                                   history_samples=30, floor_seconds=min(config.floor_seconds, 2))
 
 
 class Machine(msgspec.Struct, frozen=True):
@@ -163,6 +166,22 @@ class Pgbench(msgspec.Struct, frozen=True):
     tps: float
 
 
+class FloorRun(msgspec.Struct, frozen=True):
+    script: str  # naive | bare | rows | calls (floor.py)
+    round: int
+    tasks: int  # each script run is one task's statements
+    ms_per_task: float  # the server's CPU, its own vacuum included
+
+
+class Floor(msgspec.Struct, frozen=True):
+    """What one task's statements cost the server, by pgbench script (floor.py), in interleaved rounds."""
+
+    site: str
+    clients: int
+    seconds: float
+    runs: list[FloorRun]
+
+
 class Normalize(msgspec.Struct, frozen=True):
     size: int
     normalize_mib_s: float
@@ -229,6 +248,7 @@ class BenchReport(msgspec.Struct):
     round_trips: list[RoundTrips] = msgspec.field(default_factory=list)
     scaling: list[Scaled] = msgspec.field(default_factory=list)
     history: History | None = None
+    floor: Floor | None = None
     # Per phase, the share of all cores that processes outside the run used meanwhile.
     other_load: dict[str, float] = msgspec.field(default_factory=dict)
 

@@ -25,7 +25,7 @@ from harness import control, stand, state
 from harness.render import provenance
 from harness.state import SiteRecord, SitesFile
 
-from . import cpu, rounds, tables, vacuum
+from . import cpu, floor, rounds, tables, vacuum
 from .accounts import Account, open_account
 from .api import api_submit, open_api_accounts
 from .baseline import baseline
@@ -121,6 +121,12 @@ async def site_phases(state_dir: Path, sites: SitesFile, site: SiteRecord, accou
     with other.phase(f"{site.slug} list"):
         report.listing.append(await listing(site, accounts[0], total=config.list_tasks,
                                             samples=config.list_samples))
+    postgres = sites.services.postgres
+    if config.floor_seconds and site.slug == sites.sites[0].slug and postgres.pid:
+        log.info("%s: the PostgreSQL floor, pgbench", site.slug)
+        with other.phase(f"{site.slug} PostgreSQL floor"):
+            report.floor = await floor.for_site(site, postgres.url, postgres.pid, rounds=config.rounds,
+                                                seconds=config.floor_seconds, scripts_dir=state_dir / "bench" / "floor")
 
 
 async def interleaved(state_dir: Path, sites: SitesFile, config: BenchConfig, report: BenchReport,

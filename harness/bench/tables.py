@@ -235,9 +235,41 @@ def sections(report: BenchReport, markdown: bool = False) -> list[tuple[str, str
                               [item.site, f"after {item.deep_offset:,}", item.deep_page.p50, item.deep_page.p95,
                                item.deep_page.p99])], markdown)))
     out += cost_and_scaling_sections(report, markdown)
+    if report.floor:
+        out.append(floor_section(report, markdown))
     if report.history:
         out.append(history_section(report, markdown))
     return out
+
+
+FLOOR_SCRIPTS = {
+    "naive": "the naive site's two commits",
+    "bare": "SPEC 6's rows, three commits, tables with keys only",
+    "rows": "the same rows on the site's tables",
+    "calls": "the site's three calls",
+}
+
+
+def floor_section(report: BenchReport, markdown: bool = False) -> tuple[str, str]:
+    """The PostgreSQL floor (floor.py): each script's server CPU a task across rounds, and over the naive
+    rows' within each round; beside it the site's live batches, which add the session reads and polls."""
+    f = report.floor
+    assert f is not None
+    naive = {run.round: run.ms_per_task for run in f.runs if run.script == "naive"}
+    rows = []
+    for name, what in FLOOR_SCRIPTS.items():
+        runs = [run for run in f.runs if run.script == name]
+        cost = rounds.spread(r.ms_per_task for r in runs)
+        over_naive = rounds.spread(ratio(r.ms_per_task, naive.get(r.round)) for r in runs)
+        rows.append([name, what, sum(run.tasks for run in runs), spread_cell(cost), spread_cell(over_naive)])
+    for (site, workers), group in batches(report.end_to_end).items():
+        if site == f.site:
+            live = rounds.spread(run.cpu_ms_per_task.get("postgres") for run in group)
+            rows.append([f"{site} {workers}w", "live end-to-end batches (postgres group)", sum(r.tasks for r in group),
+                         spread_cell(live), None])
+    title = (f"PostgreSQL floor: the server's CPU a task by pgbench script on {f.site}'s database ({f.clients} "
+             f"client, {f.seconds:g} s a run), median across rounds (range)")
+    return title, table(["script", "statements", "tasks", "ms / task", "x naive rows"], rows, markdown)
 
 
 def history_section(report: BenchReport, markdown: bool = False) -> tuple[str, str]:
