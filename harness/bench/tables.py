@@ -262,11 +262,13 @@ def floor_section(report: BenchReport, markdown: bool = False) -> tuple[str, str
         cost = rounds.spread(r.ms_per_task for r in runs)
         over_naive = rounds.spread(ratio(r.ms_per_task, naive.get(r.round)) for r in runs)
         rows.append([name, what, sum(run.tasks for run in runs), spread_cell(cost), spread_cell(over_naive)])
-    for (site, workers), group in batches(report.end_to_end).items():
-        if site == f.site:
-            live = rounds.spread(run.cpu_ms_per_task.get("postgres") for run in group)
-            rows.append([f"{site} {workers}w", "live end-to-end batches (postgres group)", sum(r.tasks for r in group),
-                         spread_cell(live), None])
+    live = [(f"{site} {workers}w", "the site's live batches", group)
+            for (site, workers), group in batches(report.end_to_end).items() if site == f.site]
+    live += [(f"naive site {workers}w", "the naive site's live batches", group)
+             for (_, workers), group in batches(report.naive).items()]
+    for name, what, group in live:
+        cost = rounds.spread(run.cpu_ms_per_task.get("postgres") for run in group)
+        rows.append([name, what, sum(r.tasks for r in group), spread_cell(cost), None])
     title = (f"PostgreSQL floor: the server's CPU a task by pgbench script on {f.site}'s database ({f.clients} "
              f"client, {f.seconds:g} s a run), median across rounds (range)")
     return title, table(["script", "statements", "tasks", "ms / task", "x naive rows"], rows, markdown)
