@@ -10,18 +10,19 @@ interleaved rounds; the server's CPU a task is read around each run as the postg
 - ``naive``: the naive site's two commits (insert its row, mark it), on a table like its own;
 - ``bare``: the rows SPEC §6 asks of a task in three commits of one statement each — the task and its
   pin; the running task, its reserved result file and its attempt; the ready file, the succeeded task,
-  the ended attempt, the pin gone — on copies of the site's tables that keep nothing but their keys;
+  the ended attempt, the pin gone — on copies of the site's tables that keep only the keys the statements
+  find rows by;
 - ``rows``: the same statements on the site's own tables (their indexes, constraints, foreign keys);
 - ``calls``: the site's three calls (task_submit, task_claim, task_publish) with the arguments its web
-  and worker pass: every check, lock, count and reservation of a real task.
+  and worker pass for a free task: every check, lock, count and reservation of a real one.
 
-``rows`` minus ``bare`` is what the tables' indexes and constraints cost a task, ``calls`` minus ``rows`` what the
-calls' checks and locks add. A live batch adds the session read of each request and the driver's polls.
+``rows`` minus ``bare`` is what the tables' indexes and constraints cost a task, ``calls`` minus ``rows``
+what the calls' checks and locks add. A live batch adds the session read of each request and the driver's polls.
 The bench runs one client: a task's statements alone, never waiting on another task's locks.
 
 The scripts run as the server's superuser. The copies and the naive table live in a scratch schema,
-dropped afterwards; the calls and rows are made for one account of the caller's, whom the caller
-removes with everything it owns.
+dropped afterwards; the tasks are made for an account registered for the purpose (``for_site``), deleted
+afterwards with everything it owns.
 """
 
 from __future__ import annotations
