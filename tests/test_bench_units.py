@@ -395,7 +395,7 @@ def test_bench_defaults() -> None:
     assert (args.sites, args.tasks, args.concurrency, args.json) == (2, 200, 8, None)
     assert cli.bench_problem(args) is None
     config = cli.bench_config(args)
-    assert (config.rounds, config.batch_seconds, config.history_tasks) == (3, 15.0, 1_000_000)
+    assert (config.rounds, config.batch_seconds, config.history_tasks, config.floor_seconds) == (3, 15.0, 1_000_000, 10)
     assert config == BenchConfig(tasks=200, concurrency=8)
 
 
@@ -404,6 +404,7 @@ def test_quick_keeps_the_method_and_shrinks_every_phase() -> None:
     assert config.rounds == 3 and config.sites == 1  # still interleaved rounds, so the method is what runs
     assert config.batch_seconds == 0 and config.tasks <= 40 and config.scaling_tasks == 0
     assert 0 < config.history_tasks <= 20_000 and config.list_tasks < results.LIST_TASKS
+    assert 0 < config.floor_seconds <= 2
     assert cli.bench_config(cli.build_parser().parse_args(["bench", "--rounds", "5", "--batch-seconds", "30"])
                             ).batch_seconds == 30
     # the history row alone at full size, every other phase small
@@ -415,6 +416,7 @@ def test_quick_keeps_the_method_and_shrinks_every_phase() -> None:
     (["--rounds", "0"], "--rounds must be at least 1"),
     (["--batch-seconds", "-1"], "--batch-seconds must be 0 or more"),
     (["--history-tasks", "-1"], "--history-tasks must be 0"),
+    (["--floor-seconds", "-1"], "--floor-seconds and --history-tasks must be 0"),
 ])
 def test_bench_refuses_impossible_round_options(argv: list[str], message: str, capsys: pytest.CaptureFixture[str],
                                                 monkeypatch: pytest.MonkeyPatch) -> None:

@@ -71,7 +71,7 @@ def pgbench(server_url: str, run_id: str, *, clients: tuple[int, ...], seconds: 
         measured = []
         for count in clients:
             output = run_pgbench(url, "-b", "simple-update", "-n", "-c", str(count), "-j", str(min(count, 2)),
-                              "-T", str(seconds))
+                                 "-T", str(seconds))
             measured.append(Pgbench(clients=count, seconds=seconds, tps=round(parse_tps(output), 1)))
         return measured
     finally:
