@@ -32,19 +32,18 @@ import re
 import time
 from pathlib import Path
 from string import Template
-from urllib.parse import urlsplit
 from uuid import UUID
 
-import asyncpg
 import msgspec
 import psutil
 
-from harness.services import with_database
+from harness.services import execute_on_server, with_database
 from harness.state import SiteRecord
 
 from . import cpu
 from .accounts import open_account
 from .ceiling import run_pgbench
+from .endtoend import database_name
 from .measure import BenchError
 from .results import Floor, FloorRun
 from .vacuum import Vacuum
@@ -120,14 +119,6 @@ async def _settled(postmaster: int, live: int) -> None:
         await asyncio.sleep(0.01)
 
 
-async def _execute(url: str, sql: str, *args: object) -> None:
-    conn = await asyncpg.connect(url)
-    try:
-        await conn.execute(sql, *args)
-    finally:
-        await conn.close()
-
-
 async def measure(server_url: str, postmaster: int, database: str, subject: Subject, *, site: str, rounds: int,
                   seconds: int, clients: int, scripts_dir: Path) -> Floor:
     """Each script for ``seconds`` with ``clients`` in every round, in alternating order; ``server_url`` the
@@ -140,7 +131,7 @@ async def measure(server_url: str, postmaster: int, database: str, subject: Subj
     for name in SCRIPTS:
         paths[name] = scripts_dir / f"{name}.sql"
         paths[name].write_text(script(name, subject))
-    await _execute(url, PREPARE)
+    await execute_on_server(url, PREPARE)
     runs = []
     try:
         for number in range(1, rounds + 1):
@@ -160,7 +151,7 @@ async def measure(server_url: str, postmaster: int, database: str, subject: Subj
                 runs.append(FloorRun(script=name, round=number, tasks=tasks,
                                      ms_per_task=round(1000 * used / tasks, 3)))
     finally:
-        await _execute(url, f"DROP SCHEMA IF EXISTS {SCHEMA} CASCADE")
+        await execute_on_server(url, f"DROP SCHEMA IF EXISTS {SCHEMA} CASCADE")
     return Floor(site=site, clients=clients, seconds=seconds, runs=runs)
 
 
@@ -168,7 +159,7 @@ async def for_site(site: SiteRecord, server_url: str, postmaster: int, *, rounds
                    scripts_dir: Path) -> Floor:
     """The floor on ``site``'s database, for an account of its own (registered and given an input as the
     bench's are), which goes afterwards with everything it owns."""
-    database = urlsplit(site.database_url).path.lstrip("/")
+    database = database_name(site)
     account = await open_account(site, 1_000_000)
     try:
         subject = Subject(owner=UUID(account.id), file=UUID(account.file_id), size=len(account.data),
@@ -177,4 +168,5 @@ async def for_site(site: SiteRecord, server_url: str, postmaster: int, *, rounds
                              site=site.slug, rounds=rounds, seconds=seconds, clients=1, scripts_dir=scripts_dir)
     finally:
         await account.close()
-        await _execute(with_database(server_url, database), "DELETE FROM account WHERE id = $1", UUID(account.id))
+        await execute_on_server(with_database(server_url, database), "DELETE FROM account WHERE id = $1",
+                                UUID(account.id))
