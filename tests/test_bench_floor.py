@@ -5,7 +5,6 @@ nothing of the floor's is left afterwards."""
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,10 +14,11 @@ import pytest
 
 from harness import KIT_ROOT
 from harness.bench import floor
+from harness.bench.ceiling import run_pgbench
+from harness.bench.history import TASKS_PER_ACCOUNT
 from harness.bench.measure import BenchError
-from harness.services import embedded, with_database
+from harness.services import drop_database, embedded, with_database
 
-DATABASE = "floor_site"
 MIGRATIONS = KIT_ROOT / "template" / "{{slug}}" / "migrations"
 INPUT = b"line one  \r\nline two\t\r"
 
@@ -33,61 +33,87 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, int]
         embedded().remove_state(Path(pg.data_dir))
 
 
-async def _site_database(url: str) -> floor.Subject:
-    """The template's schema, one account and its ready text input, as the site's own statements leave them."""
+async def _counts(url: str) -> dict[str, int]:
+    """Every table's rows, and what the scripts made of the tasks on the site's tables."""
     conn = await asyncpg.connect(url)
     try:
-        await conn.execute(f"CREATE DATABASE {DATABASE}")
+        counts = {row["name"]: await conn.fetchval(f"SELECT count(*) FROM {row['name']}")
+                  for row in await conn.fetch(floor._TABLES)}
+        counts["succeeded"] = await conn.fetchval(
+            "SELECT count(*) FROM task t JOIN file r ON r.id = t.result_file_id AND r.status = 'ready'"
+            " JOIN task_attempt a ON a.task_id = t.id AND a.outcome = 'succeeded' WHERE t.status = 'succeeded'")
+        return counts
     finally:
         await conn.close()
-    site = await asyncpg.connect(with_database(url, DATABASE))
+
+
+def _databases(url: str) -> list[str]:
+    async def names() -> list[str]:
+        conn = await asyncpg.connect(url)
+        try:
+            return [row["datname"] for row in await conn.fetch("SELECT datname FROM pg_database")]
+        finally:
+            await conn.close()
+
+    return asyncio.run(names())
+
+
+def test_each_script_makes_its_tasks_and_each_run_starts_from_the_same_tables(server: tuple[str, int],
+                                                                              tmp_path: Path) -> None:
+    url, _ = server
+    subject = floor.subject_for("p", INPUT)
+    scratch = with_database(url, "floor_tables")
+
+    async def scenario() -> tuple[dict[str, int], dict[str, dict[str, int]], dict[str, int]]:
+        emptied = await floor.create_scratch(url, "floor_tables", MIGRATIONS, subject)
+        await floor.reset(scratch, emptied, subject)
+        start = await _counts(scratch)
+        made = {}
+        for name in floor.SCRIPTS:
+            path = tmp_path / f"{name}.sql"
+            path.write_text(floor.script(name, subject))
+            await asyncio.to_thread(run_pgbench, scratch, "-n", "-M", "prepared", "-t", "5", "-f", str(path))
+            made[name] = await _counts(scratch)
+        await floor.reset(scratch, emptied, subject)
+        return start, made, await _counts(scratch)
+
     try:
-        for migration in sorted(MIGRATIONS.glob("*.sql")):
-            await site.execute(migration.read_text())
-        owner = await site.fetchval(
-            "INSERT INTO account (email, password_hash) VALUES ('floor@example.com', 'x') RETURNING id")
-        file = uuid.uuid4()
-        await site.execute(
-            "INSERT INTO file (id, owner_id, name, content_type, size, sha256, status, object_key, ready_at,"
-            " expires_at, kind) VALUES ($1, $2, 'input.txt', 'text/plain', $3, $4, 'ready', $5, now(),"
-            " now() + interval '1 day', 'upload')",
-            file, owner, len(INPUT), hashlib.sha256(INPUT).digest(), f"p/{owner}/{file}")
-        await site.execute("INSERT INTO storage_usage (account_id, used_bytes) VALUES ($1, $2)", owner, len(INPUT))
+        start, made, again = asyncio.run(scenario())
     finally:
-        await site.close()
-    return floor.Subject(owner=owner, file=file, size=len(INPUT), prefix="p")
+        asyncio.run(drop_database(url, "floor_tables"))
+    # The history on the site's tables and in the copies, the account and its input beside it.
+    history, history_accounts = floor.HISTORY, floor.HISTORY // TASKS_PER_ACCOUNT
+    assert start["public.task"] == start["bench_floor.task"] == start["bench_floor.naive_task"] == history
+    assert start["public.account"] == history_accounts + 1
+    assert start["public.task_attempt"] == start["bench_floor.task_attempt"] > 0
+    assert start["public.file"] == start["bench_floor.file"] + 1  # and the input
+    # `naive` and `bare` write their own tables, `rows` and `calls` the site's: each task succeeded with a
+    # ready result, its attempt ended, its pin gone.
+    def made_by(name: str, table: str) -> int:
+        before = made[floor.SCRIPTS[floor.SCRIPTS.index(name) - 1]] if name != floor.SCRIPTS[0] else start
+        return made[name][table] - before[table]
+
+    assert made_by("naive", "bench_floor.naive_task") == 5
+    assert made_by("bare", "bench_floor.task") == made_by("bare", "bench_floor.task_attempt") == 5
+    assert made_by("bare", "public.task") == 0 and made["bare"]["bench_floor.task_input_pin"] == 0
+    assert made_by("rows", "public.task") == made_by("rows", "succeeded") == 5
+    assert made_by("calls", "public.task") == made_by("calls", "succeeded") == 5
+    assert made["calls"]["public.task_input_pin"] == 0
+    # A reset puts every table back as the first run found it.
+    assert again == start
 
 
-async def _tasks(url: str) -> dict[str, int]:
-    site = await asyncpg.connect(with_database(url, DATABASE))
-    try:
-        return dict(await site.fetchrow(
-            "SELECT count(*) AS tasks,"
-            " count(*) FILTER (WHERE t.status = 'succeeded' AND r.status = 'ready') AS succeeded,"
-            " (SELECT count(*) FROM task_attempt WHERE outcome = 'succeeded') AS attempts,"
-            " (SELECT count(*) FROM task_input_pin) AS pins,"
-            " (SELECT count(*) FROM pg_namespace WHERE nspname = $1) AS scratch_schemas"
-            " FROM task t LEFT JOIN file r ON r.id = t.result_file_id", floor.SCHEMA))
-    finally:
-        await site.close()
-
-
-def test_each_script_makes_its_tasks_and_each_run_is_read_on_the_server(server: tuple[str, int],
-                                                                           tmp_path: Path) -> None:
+def test_the_floor_runs_each_script_every_round_and_leaves_nothing(server: tuple[str, int], tmp_path: Path) -> None:
     url, pid = server
-    subject = asyncio.run(_site_database(url))
-    measured = asyncio.run(floor.measure(url, pid, DATABASE, subject, site="floor", rounds=2, seconds=1, clients=1,
+    measured = asyncio.run(floor.measure(url, pid, "floor_site", MIGRATIONS, floor.subject_for("p", INPUT),
+                                         site="floor", rounds=2, seconds=1, clients=1,
                                          scripts_dir=tmp_path / "scripts"))
 
     # Every script ran in both rounds, in alternating order, and each run's CPU was read on the server.
     assert [(r.round, r.script) for r in measured.runs] == [
         *((1, name) for name in floor.SCRIPTS), *((2, name) for name in reversed(floor.SCRIPTS))]
     assert all(r.tasks > 0 and r.ms_per_task > 0 for r in measured.runs), measured.runs
-    # The site's tables hold exactly what `rows` and `calls` made — each task succeeded with a ready result,
-    # its attempt ended, its pin gone — and the copies (with `bare`'s and `naive`'s rows) are dropped.
-    made = sum(r.tasks for r in measured.runs if r.script in ("rows", "calls"))
-    assert asyncio.run(_tasks(url)) == {"tasks": made, "succeeded": made, "attempts": made, "pins": 0,
-                                        "scratch_schemas": 0}
+    assert "floor_site" not in _databases(url)
     assert sorted(p.name for p in (tmp_path / "scripts").iterdir()) == sorted(f"{n}.sql" for n in floor.SCRIPTS)
 
 

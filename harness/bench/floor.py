@@ -3,7 +3,7 @@ and the site's own calls.
 
 Issue 33 asks for PostgreSQL at most 1.0 ms of CPU a task. What a task writes is not free to choose:
 SPEC §6 asks for three commits (submit, claim, publication) and for the rows they leave. Four pgbench
-scripts, each one task's statements, run against the site's own database on the run's server, in
+scripts, each one task's statements, run against the site's schema on the run's server, in
 interleaved rounds; the server's CPU a task is read around each run as the postgres group reads it
 (cpu.py: backends and the ones that ended), the run's own vacuum included (vacuum.py):
 
@@ -12,7 +12,7 @@ interleaved rounds; the server's CPU a task is read around each run as the postg
   pin; the running task, its reserved result file and its attempt; the ready file, the succeeded task,
   the ended attempt, the pin gone — on copies of the site's tables that keep only the keys the statements
   find rows by;
-- ``rows``: the same statements on the site's own tables (their indexes, constraints, foreign keys);
+- ``rows``: the same statements on the site's tables (their indexes, constraints, foreign keys);
 - ``calls``: the site's three calls (task_submit, task_claim, task_publish) with the arguments its web
   and worker pass for a free task: every check, lock, count and reservation of a real one.
 
@@ -20,30 +20,37 @@ interleaved rounds; the server's CPU a task is read around each run as the postg
 what the calls' checks and locks add. A live batch adds the session read of each request and the driver's polls.
 The bench runs one client: a task's statements alone, never waiting on another task's locks.
 
-The scripts run as the server's superuser. The copies and the naive table live in a scratch schema,
-dropped afterwards; the tasks are made for an account registered for the purpose (``for_site``), deleted
-afterwards with everything it owns.
+The scripts run as the server's superuser, in a scratch database of the run's server holding the site's
+schema (its own migrations), one account and its ready input; the copies and the naive table live in a
+schema of their own there. Before each run every table a script can write is emptied and the account and
+its input put back: each run starts from the same tables, as small as they get, whatever ran before it. (A
+live site's tables hold its history: their indexes are deeper, and each vacuum scans all of them.) The
+database is dropped afterwards.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import re
 import time
+import uuid
 from pathlib import Path
 from string import Template
 from uuid import UUID
 
+import asyncpg
 import msgspec
 import psutil
 
-from harness.services import execute_on_server, with_database
+from harness.services import create_database, drop_database, with_database
 from harness.state import SiteRecord
 
 from . import cpu
-from .accounts import open_account
+from .accounts import input_text
 from .ceiling import run_pgbench
 from .endtoend import database_name
+from .history import SEED_ACCOUNTS, SEED_ATTEMPTS, SEED_RESULTS, SEED_TASKS, TASKS_PER_ACCOUNT
 from .measure import BenchError
 from .results import Floor, FloorRun
 from .vacuum import Vacuum
@@ -84,6 +91,97 @@ class Subject(msgspec.Struct, frozen=True):
     file: UUID
     size: int  # the input's bytes
     prefix: str  # the site's object prefix
+    sha256: bytes = b""
+
+
+def subject_for(prefix: str, data: bytes) -> Subject:
+    """A new account and input ``data`` under the site's object ``prefix``."""
+    return Subject(owner=uuid.uuid4(), file=uuid.uuid4(), size=len(data), prefix=prefix,
+                   sha256=hashlib.sha256(data).digest())
+
+
+# The account and its ready input, as registering and uploading leave them (auth/, files/).
+SEED = """
+WITH a AS (
+    INSERT INTO account (id, email, password_hash) VALUES ($1::uuid, 'floor@example.invalid', 'x') RETURNING id
+), f AS (
+    INSERT INTO file (id, owner_id, name, content_type, size, sha256, status, object_key, ready_at, expires_at, kind)
+    SELECT $2::uuid, id, 'input.txt', 'text/plain', $3::bigint, $4::bytea, 'ready',
+           $5::text || '/' || id || '/' || $2, now(), now() + interval '1 day', 'upload'
+    FROM a
+)
+INSERT INTO storage_usage (account_id, used_bytes) SELECT id, $3::bigint FROM a
+"""
+
+# The finished tasks every run starts with: a site some days old, whose indexes are as deep as a live
+# one's and whose statistics the planner believes.
+HISTORY = 10_000
+HISTORY_DAYS = 7
+HISTORY_TAG = "floor"
+# The same history in the copies (the naive table keeps what it has of each task).
+COPY_HISTORY = f"""
+INSERT INTO {SCHEMA}.task SELECT * FROM public.task;
+INSERT INTO {SCHEMA}.file SELECT * FROM public.file;
+INSERT INTO {SCHEMA}.task_attempt OVERRIDING SYSTEM VALUE SELECT * FROM public.task_attempt;
+SELECT setval(pg_get_serial_sequence('{SCHEMA}.task_attempt', 'id'), max(id)) FROM {SCHEMA}.task_attempt;
+INSERT INTO {SCHEMA}.naive_task (id, request_key, processor, file_id, status, error_code, created_at, finished_at)
+SELECT id, request_key, processor, input_file_id, status, error_code, created_at, finished_at FROM public.task;
+"""
+
+# Every table of the scratch database. A reset empties the ones the migrations left empty, but not those
+# that refuse a TRUNCATE (the append-only logs: nothing a script does writes them, and a test checks that
+# a reset leaves every table as it found it).
+_TABLES = """
+SELECT format('%I.%I', schemaname, relname) AS name,
+       EXISTS (SELECT FROM pg_trigger WHERE tgrelid = relid AND tgtype & 32 <> 0) AS refuses_truncate
+FROM pg_stat_user_tables ORDER BY 1
+"""
+
+
+async def _kept_tables(conn: asyncpg.Connection) -> set[str]:
+    """The tables holding rows right after the migrations (what they seed, kept as it is), and those
+    that refuse a TRUNCATE."""
+    kept = set()
+    for row in await conn.fetch(_TABLES):
+        if row["refuses_truncate"] or await conn.fetchval(f"SELECT EXISTS (SELECT FROM {row['name']})"):
+            kept.add(row["name"])
+    return kept
+
+
+async def create_scratch(server_url: str, database: str, migrations: Path, subject: Subject) -> set[str]:
+    """``database`` on the server, with the site's schema (``migrations`` applied in order), the copies and
+    the naive table; returns the tables a reset empties (every one the migrations left empty)."""
+    await drop_database(server_url, database)
+    await create_database(server_url, database)
+    conn = await asyncpg.connect(with_database(server_url, database))
+    try:
+        for migration in sorted(migrations.glob("*.sql")):
+            await conn.execute(migration.read_text())
+        kept = await _kept_tables(conn)
+        await conn.execute(PREPARE)
+        return {row["name"] for row in await conn.fetch(_TABLES)} - kept
+    finally:
+        await conn.close()
+
+
+async def reset(url: str, emptied: set[str], subject: Subject, history: int = HISTORY) -> None:
+    """Empty ``emptied``, seed ``history`` finished tasks (history.py's rows, the same every time) on the
+    site's tables and their copies, and put the account and its input back: what every run starts from,
+    its statistics taken (a plan made for empty tables scans them whole once they fill)."""
+    accounts = max(1, history // TASKS_PER_ACCOUNT)
+    conn = await asyncpg.connect(url)
+    try:
+        async with conn.transaction():
+            await conn.execute(f"TRUNCATE {', '.join(sorted(emptied))} RESTART IDENTITY")
+            await conn.execute(SEED_ACCOUNTS, accounts, HISTORY_TAG)
+            await conn.execute(SEED_RESULTS, history, HISTORY_TAG, HISTORY_DAYS, accounts, 0)
+            await conn.execute(SEED_TASKS, history, HISTORY_TAG, HISTORY_DAYS, accounts)
+            await conn.execute(SEED_ATTEMPTS, history, HISTORY_TAG, HISTORY_DAYS)
+            await conn.execute(COPY_HISTORY)
+            await conn.execute(SEED, subject.owner, subject.file, subject.size, subject.sha256, subject.prefix)
+        await conn.execute("ANALYZE")
+    finally:
+        await conn.close()
 
 
 def script(name: str, subject: Subject) -> str:
@@ -119,10 +217,11 @@ async def _settled(postmaster: int, live: int) -> None:
         await asyncio.sleep(0.01)
 
 
-async def measure(server_url: str, postmaster: int, database: str, subject: Subject, *, site: str, rounds: int,
-                  seconds: int, clients: int, scripts_dir: Path) -> Floor:
-    """Each script for ``seconds`` with ``clients`` in every round, in alternating order; ``server_url`` the
-    run's own server as its superuser (``postmaster`` its pid), ``database`` the site's."""
+async def measure(server_url: str, postmaster: int, database: str, migrations: Path, subject: Subject, *,
+                  site: str, rounds: int, seconds: int, clients: int, scripts_dir: Path) -> Floor:
+    """Each script for ``seconds`` with ``clients`` in every round, in alternating order, each run from the
+    same tables; ``server_url`` the run's own server as its superuser (``postmaster`` its pid), ``database``
+    the scratch database made there from ``migrations`` (the site's) and dropped afterwards."""
     url = with_database(server_url, database)
     vacuum = Vacuum(server_url, database)
     groups = {"postgres": {postmaster}}
@@ -131,12 +230,13 @@ async def measure(server_url: str, postmaster: int, database: str, subject: Subj
     for name in SCRIPTS:
         paths[name] = scripts_dir / f"{name}.sql"
         paths[name].write_text(script(name, subject))
-    await execute_on_server(url, PREPARE)
     runs = []
     try:
+        emptied = await create_scratch(server_url, database, migrations, subject)
         for number in range(1, rounds + 1):
             for name in SCRIPTS if number % 2 else SCRIPTS[::-1]:
                 live = _live_children(postmaster)
+                await reset(url, emptied, subject)
                 await vacuum.own()  # no run inherits another's dead rows
                 await _settled(postmaster, live)
                 before = cpu.reading(groups)
@@ -151,22 +251,18 @@ async def measure(server_url: str, postmaster: int, database: str, subject: Subj
                 runs.append(FloorRun(script=name, round=number, tasks=tasks,
                                      ms_per_task=round(1000 * used / tasks, 3)))
     finally:
-        await execute_on_server(url, f"DROP SCHEMA IF EXISTS {SCHEMA} CASCADE")
+        await drop_database(server_url, database)
     return Floor(site=site, clients=clients, seconds=seconds, runs=runs)
+
+
+def scratch_name(site: SiteRecord) -> str:
+    return f"{database_name(site)}_floor"
 
 
 async def for_site(site: SiteRecord, server_url: str, postmaster: int, *, rounds: int, seconds: int,
                    scripts_dir: Path) -> Floor:
-    """The floor on ``site``'s database, for an account of its own (registered and given an input as the
-    bench's are), which goes afterwards with everything it owns."""
-    database = database_name(site)
-    account = await open_account(site, 1_000_000)
-    try:
-        subject = Subject(owner=UUID(account.id), file=UUID(account.file_id), size=len(account.data),
-                          prefix=site.object_prefix)
-        return await measure(server_url, postmaster, database, subject,
-                             site=site.slug, rounds=rounds, seconds=seconds, clients=1, scripts_dir=scripts_dir)
-    finally:
-        await account.close()
-        await execute_on_server(with_database(server_url, database), "DELETE FROM account WHERE id = $1",
-                                UUID(account.id))
+    """The floor of ``site``'s schema: its own migrations, in a scratch database beside its own, for an
+    account holding an input like the bench's."""
+    return await measure(server_url, postmaster, scratch_name(site), Path(site.site_dir) / site.slug / "migrations",
+                         subject_for(site.object_prefix, input_text(0)), site=site.slug, rounds=rounds,
+                         seconds=seconds, clients=1, scripts_dir=scripts_dir)
