@@ -166,11 +166,11 @@ def test_the_ceiling_uses_the_best_commit_rate_and_the_sites_best_rate() -> None
 def test_the_floor_gives_each_scripts_cost_and_its_ratio_to_the_naive_rows_within_a_round() -> None:
     report = _report()
     costs = {"naive": (0.3, 0.6), "bare": (0.6, 0.9), "rows": (1.2, 1.5), "calls": (1.8, 2.4)}
-    report.floor = Floor(site="alpha", clients=1, seconds=10, runs=[
+    report.floor = Floor(site="alpha", clients=1, seconds=10, history=10_000, runs=[
         FloorRun(script=name, round=number, tasks=1000, ms_per_task=both[number - 1])
         for number in (1, 2) for name, both in costs.items()])
     ((title, rendered),) = [s for s in tables.sections(report) if s[0].startswith("PostgreSQL floor")]
-    assert "alpha's database" in title and "1 client" in title
+    assert "alpha's schema, each run from 10,000 tasks of history" in title and "1 client" in title
     lines = {line.split()[0]: line for line in rendered.splitlines()[1:5]}
     # calls: 1.8 and 2.4 ms; over the naive rows of the same round 6.0 and 4.0 (not 2.1 / 0.45 across rounds)
     assert lines["calls"].split()[-4:] == ["2.10", "(1.80-2.40)", "5.00", "(4.00-6.00)"]

@@ -252,7 +252,7 @@ async def measure(server_url: str, postmaster: int, database: str, migrations: P
                                      ms_per_task=round(1000 * used / tasks, 3)))
     finally:
         await drop_database(server_url, database)
-    return Floor(site=site, clients=clients, seconds=seconds, runs=runs)
+    return Floor(site=site, clients=clients, seconds=seconds, runs=runs, history=HISTORY)
 
 
 def scratch_name(site: SiteRecord) -> str:

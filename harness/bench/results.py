@@ -180,6 +180,9 @@ class Floor(msgspec.Struct, frozen=True):
     clients: int
     seconds: float
     runs: list[FloorRun]
+    # Each run started from this many finished tasks on the site's schema, in a scratch database; 0: the
+    # runs went on the site's own tables, as they had grown (reports before it).
+    history: int = 0
 
 
 class Normalize(msgspec.Struct, frozen=True):

@@ -269,8 +269,10 @@ def floor_section(report: BenchReport, markdown: bool = False) -> tuple[str, str
     for name, what, group in live:
         cost = rounds.spread(run.cpu_ms_per_task.get("postgres") for run in group)
         rows.append([name, what, sum(r.tasks for r in group), spread_cell(cost), None])
-    title = (f"PostgreSQL floor: the server's CPU a task by pgbench script on {f.site}'s schema, each run from "
-             f"emptied tables ({f.clients} client, {f.seconds:g} s a run), median across rounds (range)")
+    tables_were = (f"{f.site}'s schema, each run from {f.history:,} tasks of history" if f.history
+                   else f"{f.site}'s database")
+    title = (f"PostgreSQL floor: the server's CPU a task by pgbench script on {tables_were} ({f.clients} "
+             f"client, {f.seconds:g} s a run), median across rounds (range)")
     return title, table(["script", "statements", "tasks", "ms / task", "x naive rows"], rows, markdown)
 
 
