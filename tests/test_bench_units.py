@@ -9,7 +9,19 @@ import msgspec
 import pytest
 
 from harness import KIT_ROOT, cli
-from harness.bench import bare_worker, ceiling, compare, measure, naive_site, reference, results, rounds, tables
+from harness.bench import (
+    bare_worker,
+    ceiling,
+    compare,
+    floor,
+    measure,
+    naive_site,
+    reference,
+    results,
+    rounds,
+    run,
+    tables,
+)
 from harness.bench.accounts import input_text, normalized, submit_body
 from harness.bench.api import accounts_needed
 from harness.bench.listing import cursor_for
@@ -163,23 +175,38 @@ def test_the_ceiling_uses_the_best_commit_rate_and_the_sites_best_rate() -> None
     assert row.fraction == 0.125
 
 
-def test_the_floor_gives_each_scripts_cost_and_its_ratio_to_the_naive_rows_within_a_round() -> None:
+def test_the_floor_gives_each_scripts_cost_and_its_ratio_to_the_naive_rows_within_a_round_and_pace() -> None:
     report = _report()
     costs = {"naive": (0.3, 0.6), "bare": (0.6, 0.9), "rows": (1.2, 1.5), "calls": (1.8, 2.4)}
     report.floor = Floor(site="alpha", clients=1, seconds=10, history=10_000, runs=[
-        FloorRun(script=name, round=number, tasks=1000, ms_per_task=both[number - 1])
-        for number in (1, 2) for name, both in costs.items()])
+        FloorRun(script=name, round=number, tasks=1000, ms_per_task=both[number - 1] * (2 if rate else 1),
+                 clients=clients, rate=rate)
+        for number in (1, 2) for clients, rate in ((1, 0.0), (8, 120.0)) for name, both in costs.items()])
     ((title, rendered),) = [s for s in tables.sections(report) if s[0].startswith("PostgreSQL floor")]
-    assert "alpha's schema, each run from 10,000 tasks of history" in title and "1 client" in title
-    lines = {line.split()[0]: line for line in rendered.splitlines()[1:5]}
+    assert "alpha's schema, each run from 10,000 tasks of history" in title
+    flat = {line.split()[0]: line for line in rendered.splitlines()[1:5]}
+    paced = {line.split()[0]: line for line in rendered.splitlines()[5:9]}
     # calls: 1.8 and 2.4 ms; over the naive rows of the same round 6.0 and 4.0 (not 2.1 / 0.45 across rounds)
-    assert lines["calls"].split()[-4:] == ["2.10", "(1.80-2.40)", "5.00", "(4.00-6.00)"]
-    assert lines["naive"].split()[-4:] == ["0.45", "(0.30-0.60)", "1.00", "(1.00-1.00)"]
-    # the live batches beside them, the site's and the naive site's: the postgres group at each worker count
+    assert flat["calls"].split()[1:3] == ["1,", "flat"]
+    assert flat["calls"].split()[-4:] == ["2.10", "(1.80-2.40)", "5.00", "(4.00-6.00)"]
+    assert flat["naive"].split()[-4:] == ["0.45", "(0.30-0.60)", "1.00", "(1.00-1.00)"]
+    # at the pace, each against the naive rows at the same pace
+    assert paced["calls"].split()[1:4] == ["8", "at", "120/s"]
+    assert paced["calls"].split()[-4:] == ["4.20", "(3.60-4.80)", "5.00", "(4.00-6.00)"]
+    # the live batches beside them, the site's and the naive site's: the postgres group at each worker count,
+    # and the pace each went at
     live = [line.split() for line in rendered.splitlines() if line.startswith(("alpha", "naive site"))]
     assert [(row[0], row[-2:]) for row in live] == [("alpha", ["9.00", "-"]), ("alpha", ["-", "-"]),
                                                      ("naive", ["2.00", "-"]), ("naive", ["-", "-"])]
+    assert live[0][2:5] == [str(report.config.concurrency), "at", "20/s"]
     assert not [s for s in tables.sections(_report()) if s[0].startswith("PostgreSQL floor")]
+
+
+def test_the_floor_goes_at_the_pace_of_the_sites_first_worker_count() -> None:
+    report = _report()
+    config = msgspec.structs.replace(report.config, workers=(1, 2), concurrency=8)
+    assert run.live_pace(report, "alpha", config) == floor.Pace(clients=8, rate=20)
+    assert run.live_pace(report, "nobody", config) is None
 
 
 def test_plain_table_aligns_columns() -> None:

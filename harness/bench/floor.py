@@ -34,7 +34,6 @@ import asyncio
 import hashlib
 import re
 import time
-import uuid
 from pathlib import Path
 from string import Template
 from uuid import UUID
@@ -85,32 +84,46 @@ SQL_DIR = Path(__file__).with_name("floor_sql")
 
 
 class Subject(msgspec.Struct, frozen=True):
-    """Whose tasks the scripts make: an account of the site and its ready text input."""
+    """Whose tasks the scripts make: an account of the site for each pgbench client (``accounts``), each with
+    its ready text input of ``size`` bytes. Client ``n``'s ids are ``owner_of(n)`` and ``input_of(n)``: a
+    script finds its own from pgbench's ``:client_id``, so clients never share an account's rows and locks."""
 
-    owner: UUID
-    file: UUID
     size: int  # the input's bytes
+    sha256: bytes
     prefix: str  # the site's object prefix
-    sha256: bytes = b""
+    accounts: int = 1
 
 
-def subject_for(prefix: str, data: bytes) -> Subject:
-    """A new account and input ``data`` under the site's object ``prefix``."""
-    return Subject(owner=uuid.uuid4(), file=uuid.uuid4(), size=len(data), prefix=prefix,
-                   sha256=hashlib.sha256(data).digest())
+def subject_for(prefix: str, data: bytes, accounts: int = 1) -> Subject:
+    """``accounts`` accounts, each with input ``data`` under the site's object ``prefix``."""
+    return Subject(size=len(data), sha256=hashlib.sha256(data).digest(), prefix=prefix, accounts=accounts)
 
 
-# The account and its ready input, as registering and uploading leave them (auth/, files/).
-SEED = """
+# Client n's account and input, in SQL (n: an integer expression) and in Python (tests).
+_OWNER = "md5('floor-owner-' || {n})::uuid"
+_INPUT = "md5('floor-input-' || {n})::uuid"
+
+
+def owner_of(client: int) -> UUID:
+    return UUID(hashlib.md5(f"floor-owner-{client}".encode()).hexdigest())
+
+
+# The accounts and their ready inputs, as registering and uploading leave them (auth/, files/);
+# $1 how many, $2 the input's size, $3 its digest, $4 the site's object prefix.
+SEED = f"""
 WITH a AS (
-    INSERT INTO account (id, email, password_hash) VALUES ($1::uuid, 'floor@example.invalid', 'x') RETURNING id
+    INSERT INTO account (id, email, password_hash)
+    SELECT {_OWNER.format(n="n")}, 'floor-' || n || '@example.invalid', 'x' FROM generate_series(0, $1 - 1) AS n
 ), f AS (
     INSERT INTO file (id, owner_id, name, content_type, size, sha256, status, object_key, ready_at, expires_at, kind)
-    SELECT $2::uuid, id, 'input.txt', 'text/plain', $3::bigint, $4::bytea, 'ready',
-           $5::text || '/' || id || '/' || $2, now(), now() + interval '1 day', 'upload'
-    FROM a
+    SELECT {_INPUT.format(n="n")}, {_OWNER.format(n="n")}, 'input.txt', 'text/plain', $2::bigint, $3::bytea, 'ready',
+           $4::text || '/' || {_OWNER.format(n="n")} || '/' || {_INPUT.format(n="n")}, now(),
+           now() + interval '1 day', 'upload'
+    FROM generate_series(0, $1 - 1) AS n
 )
-INSERT INTO storage_usage (account_id, used_bytes) SELECT id, $3::bigint FROM a
+-- (the foreign keys are checked at the statement's end, when every part has run)
+INSERT INTO storage_usage (account_id, used_bytes)
+SELECT {_OWNER.format(n="n")}, $2::bigint FROM generate_series(0, $1 - 1) AS n
 """
 
 # The finished tasks every run starts with: a site some days old, whose indexes are as deep as a live
@@ -178,20 +191,20 @@ async def reset(url: str, emptied: set[str], subject: Subject, history: int = HI
             await conn.execute(SEED_TASKS, history, HISTORY_TAG, HISTORY_DAYS, accounts)
             await conn.execute(SEED_ATTEMPTS, history, HISTORY_TAG, HISTORY_DAYS)
             await conn.execute(COPY_HISTORY)
-            await conn.execute(SEED, subject.owner, subject.file, subject.size, subject.sha256, subject.prefix)
+            await conn.execute(SEED, subject.accounts, subject.size, subject.sha256, subject.prefix)
         await conn.execute("ANALYZE")
     finally:
         await conn.close()
 
 
 def script(name: str, subject: Subject) -> str:
-    """The pgbench script ``name`` for ``subject``: one task's statements."""
+    """The pgbench script ``name`` for ``subject``: one task's statements, as the client's own account."""
     if subject.size < 1:
         raise BenchError("the floor's input must not be empty (the result is written smaller than it)")
     schema = "public" if name in ("rows", "calls") else SCHEMA
     return Template((SQL_DIR / SOURCES[name]).read_text()).substitute(
-        schema=schema, owner=subject.owner, file=subject.file, size=subject.size, result_size=subject.size - 1,
-        prefix=subject.prefix)
+        schema=schema, owner=_OWNER.format(n=":client_id"), file=_INPUT.format(n=":client_id"), size=subject.size,
+        result_size=subject.size - 1, prefix=subject.prefix)
 
 
 def processed(output: str) -> int:
@@ -217,11 +230,27 @@ async def _settled(postmaster: int, live: int) -> None:
         await asyncio.sleep(0.01)
 
 
+class Pace(msgspec.Struct, frozen=True):
+    """Runs at a live batch's pace: ``clients`` in flight, ``rate`` tasks a second all together."""
+
+    clients: int
+    rate: float
+
+
+def _modes(pace: Pace | None) -> list[tuple[int, float]]:
+    """(clients, tasks a second, 0: as fast as they go) of each round's runs: one client flat out, then
+    ``pace``'s."""
+    return [(1, 0.0), *([(pace.clients, pace.rate)] if pace else [])]
+
+
 async def measure(server_url: str, postmaster: int, database: str, migrations: Path, subject: Subject, *,
-                  site: str, rounds: int, seconds: int, clients: int, scripts_dir: Path) -> Floor:
-    """Each script for ``seconds`` with ``clients`` in every round, in alternating order, each run from the
-    same tables; ``server_url`` the run's own server as its superuser (``postmaster`` its pid), ``database``
-    the scratch database made there from ``migrations`` (the site's) and dropped afterwards."""
+                  site: str, rounds: int, seconds: int, scripts_dir: Path, pace: Pace | None = None) -> Floor:
+    """Each script for ``seconds`` in every round, in alternating order, each run from the same tables: one
+    client as fast as it goes, then (given ``pace``) as many as a live batch at its rate. ``server_url`` the
+    run's own server as its superuser (``postmaster`` its pid), ``database`` the scratch database made there
+    from ``migrations`` (the site's) and dropped afterwards."""
+    if pace and subject.accounts < pace.clients:
+        raise BenchError("the floor needs an account for each client (clients sharing one wait on its locks)")
     url = with_database(server_url, database)
     vacuum = Vacuum(server_url, database)
     groups = {"postgres": {postmaster}}
@@ -234,25 +263,28 @@ async def measure(server_url: str, postmaster: int, database: str, migrations: P
     try:
         emptied = await create_scratch(server_url, database, migrations, subject)
         for number in range(1, rounds + 1):
-            for name in SCRIPTS if number % 2 else SCRIPTS[::-1]:
-                live = _live_children(postmaster)
-                await reset(url, emptied, subject)
-                await vacuum.own()  # no run inherits another's dead rows
-                await _settled(postmaster, live)
-                before = cpu.reading(groups)
-                output = await asyncio.to_thread(run_pgbench, url, "-n", "-M", "prepared", "-c", str(clients),
-                                                 "-j", str(min(clients, 2)), "-T", str(seconds), "-f", str(paths[name]))
-                await vacuum.own()  # and pays for its own
-                await _settled(postmaster, live)
-                used = cpu.reading(groups)["postgres"] - before["postgres"]
-                tasks = processed(output)
-                if not tasks:
-                    raise BenchError(f"the floor's {name} script made no task in {seconds} s")
-                runs.append(FloorRun(script=name, round=number, tasks=tasks,
-                                     ms_per_task=round(1000 * used / tasks, 3)))
+            for clients, rate in _modes(pace):
+                for name in SCRIPTS if number % 2 else SCRIPTS[::-1]:
+                    live = _live_children(postmaster)
+                    await reset(url, emptied, subject)
+                    await vacuum.own()  # no run inherits another's dead rows
+                    await _settled(postmaster, live)
+                    before = cpu.reading(groups)
+                    paced = ["-R", f"{rate:g}"] if rate else []
+                    output = await asyncio.to_thread(
+                        run_pgbench, url, "-n", "-M", "prepared", "-c", str(clients), "-j", str(min(clients, 2)),
+                        "-T", str(seconds), *paced, "-f", str(paths[name]))
+                    await vacuum.own()  # and pays for its own
+                    await _settled(postmaster, live)
+                    used = cpu.reading(groups)["postgres"] - before["postgres"]
+                    tasks = processed(output)
+                    if not tasks:
+                        raise BenchError(f"the floor's {name} script made no task in {seconds} s")
+                    runs.append(FloorRun(script=name, round=number, tasks=tasks, clients=clients, rate=rate,
+                                         ms_per_task=round(1000 * used / tasks, 3)))
     finally:
         await drop_database(server_url, database)
-    return Floor(site=site, clients=clients, seconds=seconds, runs=runs, history=HISTORY)
+    return Floor(site=site, clients=1, seconds=seconds, runs=runs, history=HISTORY)
 
 
 def scratch_name(site: SiteRecord) -> str:
@@ -260,9 +292,9 @@ def scratch_name(site: SiteRecord) -> str:
 
 
 async def for_site(site: SiteRecord, server_url: str, postmaster: int, *, rounds: int, seconds: int,
-                   scripts_dir: Path) -> Floor:
-    """The floor of ``site``'s schema: its own migrations, in a scratch database beside its own, for an
-    account holding an input like the bench's."""
+                   scripts_dir: Path, pace: Pace | None = None) -> Floor:
+    """The floor of ``site``'s schema: its own migrations, in a scratch database beside its own, for
+    accounts holding an input like the bench's (one for each client)."""
+    subject = subject_for(site.object_prefix, input_text(0), accounts=pace.clients if pace else 1)
     return await measure(server_url, postmaster, scratch_name(site), Path(site.site_dir) / site.slug / "migrations",
-                         subject_for(site.object_prefix, input_text(0)), site=site.slug, rounds=rounds,
-                         seconds=seconds, clients=1, scripts_dir=scripts_dir)
+                         subject, site=site.slug, rounds=rounds, seconds=seconds, scripts_dir=scripts_dir, pace=pace)

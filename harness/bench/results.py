@@ -171,13 +171,15 @@ class FloorRun(msgspec.Struct, frozen=True):
     round: int
     tasks: int  # each script run is one task's statements
     ms_per_task: float  # the server's CPU, its own vacuum included
+    clients: int = 1
+    rate: float = 0.0  # tasks a second the run was held to, all clients together; 0: as fast as it went
 
 
 class Floor(msgspec.Struct, frozen=True):
     """What one task's statements cost the server, by pgbench script (floor.py), in interleaved rounds."""
 
     site: str
-    clients: int
+    clients: int  # of the runs as fast as they go (each run says its own)
     seconds: float
     runs: list[FloorRun]
     # Each run started from this many finished tasks on the site's schema, in a scratch database; 0: the

@@ -78,6 +78,12 @@ async def site_round(state_dir: Path, sites: SitesFile, site: SiteRecord, accoun
             report.commits.append(counted)
 
 
+def live_pace(report: BenchReport, slug: str, config: BenchConfig) -> floor.Pace | None:
+    """The pace of the site's batches with its first worker count: as many clients, the median rate."""
+    rates = rounds.rate_spreads(run for run in report.end_to_end if run.site == slug).get(config.workers[0])
+    return floor.Pace(clients=config.concurrency, rate=round(rates.median)) if rates and rates.median >= 1 else None
+
+
 async def site_phases(state_dir: Path, sites: SitesFile, site: SiteRecord, accounts: list[Account],
                       config: BenchConfig, report: BenchReport, other: OtherLoad) -> None:
     """What each site is measured on once, after the rounds: round trips, scaling, API submit, list."""
@@ -126,7 +132,8 @@ async def site_phases(state_dir: Path, sites: SitesFile, site: SiteRecord, accou
         log.info("%s: the PostgreSQL floor, pgbench", site.slug)
         with other.phase(f"{site.slug} PostgreSQL floor"):
             report.floor = await floor.for_site(site, postgres.url, postgres.pid, rounds=config.rounds,
-                                                seconds=config.floor_seconds, scripts_dir=state_dir / "bench" / "floor")
+                                                seconds=config.floor_seconds, scripts_dir=state_dir / "bench" / "floor",
+                                                pace=live_pace(report, site.slug, config))
 
 
 async def interleaved(state_dir: Path, sites: SitesFile, config: BenchConfig, report: BenchReport,

@@ -255,25 +255,30 @@ def floor_section(report: BenchReport, markdown: bool = False) -> tuple[str, str
     rows' within each round; beside it the site's live batches, which add the session reads and polls."""
     f = report.floor
     assert f is not None
-    naive = {run.round: run.ms_per_task for run in f.runs if run.script == "naive"}
     rows = []
-    for name, what in FLOOR_SCRIPTS.items():
-        runs = [run for run in f.runs if run.script == name]
-        cost = rounds.spread(r.ms_per_task for r in runs)
-        over_naive = rounds.spread(ratio(r.ms_per_task, naive.get(r.round)) for r in runs)
-        rows.append([name, what, sum(run.tasks for run in runs), spread_cell(cost), spread_cell(over_naive)])
+    for clients, rate in dict.fromkeys((run.clients, run.rate) for run in f.runs):
+        mode = [run for run in f.runs if (run.clients, run.rate) == (clients, rate)]
+        naive = {run.round: run.ms_per_task for run in mode if run.script == "naive"}
+        how = f"{clients} at {rate:g}/s" if rate else f"{clients}, flat out"
+        for name, what in FLOOR_SCRIPTS.items():
+            runs = [run for run in mode if run.script == name]
+            cost = rounds.spread(r.ms_per_task for r in runs)
+            over_naive = rounds.spread(ratio(r.ms_per_task, naive.get(r.round)) for r in runs)
+            rows.append([name, how, what, sum(run.tasks for run in runs), spread_cell(cost), spread_cell(over_naive)])
     live = [(f"{site} {workers}w", "the site's live batches", group)
             for (site, workers), group in batches(report.end_to_end).items() if site == f.site]
     live += [(f"naive site {workers}w", "the naive site's live batches", group)
              for (_, workers), group in batches(report.naive).items()]
     for name, what, group in live:
         cost = rounds.spread(run.cpu_ms_per_task.get("postgres") for run in group)
-        rows.append([name, what, sum(r.tasks for r in group), spread_cell(cost), None])
+        pace = rounds.spread(run.tasks_per_s for run in group)
+        rows.append([name, f"{report.config.concurrency} at {pace.median:.0f}/s" if pace else None, what,
+                     sum(r.tasks for r in group), spread_cell(cost), None])
     tables_were = (f"{f.site}'s schema, each run from {f.history:,} tasks of history" if f.history
                    else f"{f.site}'s database")
-    title = (f"PostgreSQL floor: the server's CPU a task by pgbench script on {tables_were} ({f.clients} "
-             f"client, {f.seconds:g} s a run), median across rounds (range)")
-    return title, table(["script", "statements", "tasks", "ms / task", "x naive rows"], rows, markdown)
+    title = (f"PostgreSQL floor: the server's CPU a task by pgbench script on {tables_were} ({f.seconds:g} s a "
+             f"run), median across rounds (range); flat out and at a live batch's pace")
+    return title, table(["script", "clients", "statements", "tasks", "ms / task", "x naive rows"], rows, markdown)
 
 
 def history_section(report: BenchReport, markdown: bool = False) -> tuple[str, str]:

@@ -5,12 +5,12 @@ WITH t AS (
                               input_file_id, input_name, input_size, input_sha256, params, max_attempts, price,
                               charge_status, charge_round, dispatch_version, status, queued_at, delivery_token,
                               delivery_lease_expires_at, result_bound, result_type)
-    VALUES (gen_random_uuid(), '$owner', gen_random_uuid(), decode(repeat('ab', 32), 'hex'), 'text-normalize', 1,
-            '$file', 'input.txt', $size, decode(repeat('cd', 32), 'hex'), '{"trimTrailingWhitespace": true}', 3, 0,
+    VALUES (gen_random_uuid(), $owner, gen_random_uuid(), decode(repeat('ab', 32), 'hex'), 'text-normalize', 1,
+            $file, 'input.txt', $size, decode(repeat('cd', 32), 'hex'), '{"trimTrailingWhitespace": true}', 3, 0,
             'free', 0, 1, 'queued', now(), gen_random_uuid(), now() + interval '30 seconds', $size, 'text/plain')
     RETURNING id
 ), p AS (
-    INSERT INTO $schema.task_input_pin (task_id, file_id) SELECT id, '$file' FROM t
+    INSERT INTO $schema.task_input_pin (task_id, file_id) SELECT id, $file FROM t
 )
 SELECT id AS tid, gen_random_uuid() AS rid FROM t \gset
 -- The claim: the task running under a lease, its result file reserved, its attempt recorded.
@@ -23,7 +23,7 @@ WITH c AS (
     RETURNING id, lease_version
 ), f AS (
     INSERT INTO $schema.file (id, owner_id, name, content_type, size, object_key, expires_at, kind)
-    VALUES (:rid, '$owner', 'input.txt', 'text/plain', $size, '$prefix/$owner/' || :rid, now() + interval '24 hours',
+    VALUES (:rid, $owner, 'input.txt', 'text/plain', $size, '$prefix/' || $owner || '/' || :rid, now() + interval '24 hours',
             'result')
 )
 INSERT INTO $schema.task_attempt (task_id, lease_version, result_file_id) SELECT id, lease_version, :rid FROM c;
