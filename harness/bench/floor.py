@@ -18,14 +18,16 @@ interleaved rounds; the server's CPU a task is read around each run as the postg
 
 ``rows`` minus ``bare`` is what the tables' indexes and constraints cost a task, ``calls`` minus ``rows``
 what the calls' checks and locks add. A live batch adds the session read of each request and the driver's polls.
-The bench runs one client: a task's statements alone, never waiting on another task's locks.
+Each round runs every script twice: one client as fast as it goes (a task's statements alone, the server
+never idle), then as a live batch goes (``Pace``: its clients, held to its rate), where each statement finds
+its backend idle since the last. Each client is an account
+of its own (``owner_of``): clients never wait on each other's account locks.
 
 The scripts run as the server's superuser, in a scratch database of the run's server holding the site's
-schema (its own migrations), one account and its ready input; the copies and the naive table live in a
-schema of their own there. Before each run every table a script can write is emptied and the account and
-its input put back: each run starts from the same tables, as small as they get, whatever ran before it. (A
-live site's tables hold its history: their indexes are deeper, and each vacuum scans all of them.) The
-database is dropped afterwards.
+schema (its own migrations), the accounts and their ready inputs; the copies and the naive table live in a
+schema of their own there. Before each run every table a script can write is emptied, the same finished
+tasks of history seeded (``HISTORY``), the accounts and their inputs put back and the statistics taken: each
+run starts from the same tables, whatever ran before it. The database is dropped afterwards.
 """
 
 from __future__ import annotations
