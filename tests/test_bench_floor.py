@@ -72,7 +72,7 @@ def test_each_script_makes_its_tasks_and_each_run_starts_from_the_same_tables(se
     scratch = with_database(url, "floor_tables")
 
     async def scenario() -> tuple[dict[str, int], dict[str, dict[str, int]], dict[str, int]]:
-        emptied = await floor.create_scratch(url, "floor_tables", MIGRATIONS, subject)
+        emptied = await floor.create_scratch(url, "floor_tables", MIGRATIONS)
         await floor.reset(scratch, emptied, subject)
         start = await _counts(scratch)
         made = {}

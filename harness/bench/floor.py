@@ -20,8 +20,8 @@ interleaved rounds; the server's CPU a task is read around each run as the postg
 what the calls' checks and locks add. A live batch adds the session read of each request and the driver's polls.
 Each round runs every script twice: one client as fast as it goes (a task's statements alone, the server
 never idle), then as a live batch goes (``Pace``: its clients, held to its rate), where each statement finds
-its backend idle since the last. Each client is an account
-of its own (``owner_of``): clients never wait on each other's account locks.
+its backend idle since the last. Each client is an account of its own (``owner_of``): clients never wait on
+each other's account locks.
 
 The scripts run as the server's superuser, in a scratch database of the run's server holding the site's
 schema (its own migrations), the accounts and their ready inputs; the copies and the naive table live in a
@@ -87,8 +87,8 @@ SQL_DIR = Path(__file__).with_name("floor_sql")
 
 class Subject(msgspec.Struct, frozen=True):
     """Whose tasks the scripts make: an account of the site for each pgbench client (``accounts``), each with
-    its ready text input of ``size`` bytes. Client ``n``'s ids are ``owner_of(n)`` and ``input_of(n)``: a
-    script finds its own from pgbench's ``:client_id``, so clients never share an account's rows and locks."""
+    its ready text input of ``size`` bytes. Client ``n``'s account is ``owner_of(n)``: a script finds its own
+    from pgbench's ``:client_id``, so clients never share an account's rows and locks."""
 
     size: int  # the input's bytes
     sha256: bytes
@@ -163,7 +163,7 @@ async def _kept_tables(conn: asyncpg.Connection) -> set[str]:
     return kept
 
 
-async def create_scratch(server_url: str, database: str, migrations: Path, subject: Subject) -> set[str]:
+async def create_scratch(server_url: str, database: str, migrations: Path) -> set[str]:
     """``database`` on the server, with the site's schema (``migrations`` applied in order), the copies and
     the naive table; returns the tables a reset empties (every one the migrations left empty)."""
     await drop_database(server_url, database)
@@ -181,7 +181,7 @@ async def create_scratch(server_url: str, database: str, migrations: Path, subje
 
 async def reset(url: str, emptied: set[str], subject: Subject, history: int = HISTORY) -> None:
     """Empty ``emptied``, seed ``history`` finished tasks (history.py's rows, the same every time) on the
-    site's tables and their copies, and put the account and its input back: what every run starts from,
+    site's tables and their copies, and put the accounts and their inputs back: what every run starts from,
     its statistics taken (a plan made for empty tables scans them whole once they fill)."""
     accounts = max(1, history // TASKS_PER_ACCOUNT)
     conn = await asyncpg.connect(url)
@@ -263,7 +263,7 @@ async def measure(server_url: str, postmaster: int, database: str, migrations: P
         paths[name].write_text(script(name, subject))
     runs = []
     try:
-        emptied = await create_scratch(server_url, database, migrations, subject)
+        emptied = await create_scratch(server_url, database, migrations)
         for number in range(1, rounds + 1):
             for clients, rate in _modes(pace):
                 for name in SCRIPTS if number % 2 else SCRIPTS[::-1]:
