@@ -215,11 +215,11 @@ def s3_client(s3: S3Record):
     )
 
 
-async def execute_on_server(server_url: str, statement: str, *args: object) -> None:
+async def execute_on_server(server_url: str, statement: str) -> None:
     """One statement on its own connection, outside a transaction (CREATE/DROP DATABASE, DROP ROLE)."""
     conn = await asyncpg.connect(server_url)
     try:
-        await conn.execute(statement, *args)
+        await conn.execute(statement)
     finally:
         await conn.close()
 

@@ -55,14 +55,7 @@ async def _fetch(url: str, query: str) -> list[asyncpg.Record]:
 
 
 def _databases(url: str) -> list[str]:
-    async def names() -> list[str]:
-        conn = await asyncpg.connect(url)
-        try:
-            return [row["datname"] for row in await conn.fetch("SELECT datname FROM pg_database")]
-        finally:
-            await conn.close()
-
-    return asyncio.run(names())
+    return [row["datname"] for row in asyncio.run(_fetch(url, "SELECT datname FROM pg_database"))]
 
 
 def test_each_script_makes_its_tasks_and_each_run_starts_from_the_same_tables(server: tuple[str, int],

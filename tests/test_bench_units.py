@@ -178,7 +178,7 @@ def test_the_ceiling_uses_the_best_commit_rate_and_the_sites_best_rate() -> None
 def test_the_floor_gives_each_scripts_cost_and_its_ratio_to_the_naive_rows_within_a_round_and_pace() -> None:
     report = _report()
     costs = {"naive": (0.3, 0.6), "bare": (0.6, 0.9), "rows": (1.2, 1.5), "calls": (1.8, 2.4)}
-    report.floor = Floor(site="alpha", clients=1, seconds=10, history=10_000, runs=[
+    report.floor = Floor(site="alpha", seconds=10, history=10_000, runs=[
         FloorRun(script=name, round=number, tasks=1000, ms_per_task=both[number - 1] * (2 if rate else 1),
                  clients=clients, rate=rate)
         for number in (1, 2) for clients, rate in ((1, 0.0), (8, 120.0)) for name, both in costs.items()])

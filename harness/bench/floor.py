@@ -179,19 +179,19 @@ async def create_scratch(server_url: str, database: str, migrations: Path) -> se
         await conn.close()
 
 
-async def reset(url: str, emptied: set[str], subject: Subject, history: int = HISTORY) -> None:
-    """Empty ``emptied``, seed ``history`` finished tasks (history.py's rows, the same every time) on the
+async def reset(url: str, emptied: set[str], subject: Subject) -> None:
+    """Empty ``emptied``, seed ``HISTORY`` finished tasks (history.py's rows, the same every time) on the
     site's tables and their copies, and put the accounts and their inputs back: what every run starts from,
     its statistics taken (a plan made for empty tables scans them whole once they fill)."""
-    accounts = max(1, history // TASKS_PER_ACCOUNT)
+    accounts = max(1, HISTORY // TASKS_PER_ACCOUNT)
     conn = await asyncpg.connect(url)
     try:
         async with conn.transaction():
             await conn.execute(f"TRUNCATE {', '.join(sorted(emptied))} RESTART IDENTITY")
             await conn.execute(SEED_ACCOUNTS, accounts, HISTORY_TAG)
-            await conn.execute(SEED_RESULTS, history, HISTORY_TAG, HISTORY_DAYS, accounts, 0)
-            await conn.execute(SEED_TASKS, history, HISTORY_TAG, HISTORY_DAYS, accounts)
-            await conn.execute(SEED_ATTEMPTS, history, HISTORY_TAG, HISTORY_DAYS)
+            await conn.execute(SEED_RESULTS, HISTORY, HISTORY_TAG, HISTORY_DAYS, accounts, 0)
+            await conn.execute(SEED_TASKS, HISTORY, HISTORY_TAG, HISTORY_DAYS, accounts)
+            await conn.execute(SEED_ATTEMPTS, HISTORY, HISTORY_TAG, HISTORY_DAYS)
             await conn.execute(COPY_HISTORY)
             await conn.execute(SEED, subject.accounts, subject.size, subject.sha256, subject.prefix)
         await conn.execute("ANALYZE")
@@ -286,7 +286,7 @@ async def measure(server_url: str, postmaster: int, database: str, migrations: P
                                          ms_per_task=round(1000 * used / tasks, 3)))
     finally:
         await drop_database(server_url, database)
-    return Floor(site=site, clients=1, seconds=seconds, runs=runs, history=HISTORY)
+    return Floor(site=site, seconds=seconds, runs=runs, history=HISTORY)
 
 
 def scratch_name(site: SiteRecord) -> str:

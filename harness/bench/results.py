@@ -179,7 +179,6 @@ class Floor(msgspec.Struct, frozen=True):
     """What one task's statements cost the server, by pgbench script (floor.py), in interleaved rounds."""
 
     site: str
-    clients: int  # of the runs as fast as they go (each run says its own)
     seconds: float
     runs: list[FloorRun]
     # Each run started from this many finished tasks on the site's schema, in a scratch database; 0: the
