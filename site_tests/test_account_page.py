@@ -146,6 +146,14 @@ def test_sign_out_everywhere(tab: SitePage) -> None:
                        tab.account["id"]) == 0
 
 
+def test_signing_out_everywhere_once_the_session_has_ended_goes_to_the_login_page(tab: SitePage) -> None:
+    page = tab.page
+    page.goto(tab.url("/account"), wait_until="networkidle")  # its loads done: they would see the 401 first
+    assert tab.api("POST", "/api/auth/logout").status == 204  # ended behind the page's back
+    page.get_by_role("button", name="Sign out everywhere").click()
+    expect(page).to_have_url(tab.url("/login"))
+
+
 def test_delete_the_account_with_its_password(tab: SitePage) -> None:
     tab.upload(b"gone soon", "gone.txt")
     page = tab.goto("/account")

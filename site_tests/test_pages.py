@@ -388,6 +388,39 @@ def test_buttons_wait_for_their_scripts(signed_in: SitePage) -> None:
     expect(page).to_have_url(signed_in.url("/login"))
 
 
+def test_signing_out_goes_to_the_login_page_whatever_else_is_answered_meanwhile(signed_in: SitePage) -> None:
+    # The list's poll or the header's /api/me, answered 401 while the page signs out, is that same
+    # sign-out: it must not become "sign in again and come back here" (a CI run landed on
+    # /login?next=%2Ftasks). The logout's answer is held back after the server has carried it out, so
+    # that another request is answered 401 first; `navigate` events record where the page asked to go.
+    page = signed_in.goto("/tasks")
+    held: list[Route] = []
+
+    def hold(route: Route) -> None:
+        held.append(route)
+
+    page.route("**/api/auth/logout", hold)
+    page.evaluate("""() => {
+        window.wentTo = [];
+        navigation.addEventListener("navigate", (event) => window.wentTo.push(event.destination.url));
+    }""")
+    page.get_by_role("button", name="Sign out").click()
+    wait_for(lambda: page.evaluate("0") == 0 and len(held) == 1, what="the page to ask to sign out")
+    signed_out = held[0].fetch()
+    assert signed_out.status == 204
+    answered, went_to = page.evaluate("""async () => {
+        const { api } = await import("/static/api.js");
+        try {
+            await api.get("/api/me");
+        } catch (error) {
+            return [error.status, window.wentTo];
+        }
+    }""")
+    assert (answered, went_to) == (401, [])
+    held[0].fulfill(response=signed_out)
+    expect(page).to_have_url(signed_in.url("/login"))
+
+
 def test_show_more_pages_through_both_lists(signed_in: SitePage) -> None:
     page, site = signed_in.page, signed_in.site
     account_id = signed_in.account["id"]

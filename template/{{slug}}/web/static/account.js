@@ -2,7 +2,7 @@
 // (password, email, signing out everywhere, deletion). Every figure comes from the API.
 "use strict";
 
-import { ApiError, api, request } from "/static/api.js";
+import { ApiError, api, endSession, request } from "/static/api.js";
 import { onRecheck, release } from "/static/connection.js";
 import { ACCOUNT_WORDS, LEDGER_WORDS, errorWords } from "/static/words.js";
 import { element, formatBytes, formatTime, showMore, tell, tryAgainButton } from "/static/view.js";
@@ -183,8 +183,7 @@ const endSessions = byId("end-sessions");
 endSessions.addEventListener("click", async () => {
   endSessions.disabled = true;
   try {
-    await api.post("/api/me/sessions/end");
-    window.location.assign("/login");
+    await endSession("POST", "/api/me/sessions/end");
   } catch (error) {
     tell(byId("sessions-message"), errorWords(error), true);
     release(endSessions);
@@ -201,8 +200,7 @@ handle(deleteForm, byId("delete-button"), byId("delete-message"), async () => {
   if (!deleteForm.elements.sure.checked) {
     throw new Refusal(ACCOUNT_WORDS.confirmDelete);
   }
-  await request("DELETE", "/api/me", { json: { password }, checksPassword: true });
-  window.location.assign("/login");
+  await endSession("DELETE", "/api/me", { json: { password }, checksPassword: true });
   return "";
 });
 

@@ -17,6 +17,11 @@ export class ApiError extends Error {
   }
 }
 
+// True from the moment the page asks the server to end its own session (sign out, sign out everywhere,
+// delete the account) until that request fails: a 401 meanwhile (the list's poll, the header's /api/me)
+// is that same ending, and must not send the user to sign in and come back to this page.
+let ending = false;
+
 export class NetworkError extends Error {
   constructor() {
     super("The server did not answer.");
@@ -45,7 +50,7 @@ export async function request(method, path, { json, body, headers, checksPasswor
   const payload = await response.json().catch(() => null);
   if (!response.ok) {
     const error = payload && payload.error ? payload.error : { code: "INTERNAL" };
-    if (response.status === 401 && error.code === "UNAUTHENTICATED" && !checksPassword) {
+    if (response.status === 401 && error.code === "UNAUTHENTICATED" && !checksPassword && !ending) {
       // The session ended (signed out elsewhere, expired, password changed): sign in again, then come back.
       window.location.assign(`/login?next=${encodeURIComponent(window.location.pathname)}`);
     }
@@ -55,6 +60,24 @@ export async function request(method, path, { json, body, headers, checksPasswor
     throw new ApiError(response.status, { code: "INTERNAL" }, response.headers.get("X-Request-Id"));
   }
   return payload;
+}
+
+// Ends this browser's session by `method path` (a `request`), then goes to the login page; a session
+// that had already ended (401 where no password is checked) goes there too. On any other failure nothing
+// has changed and the error is the caller's.
+export async function endSession(method, path, options = {}) {
+  ending = true;
+  try {
+    await request(method, path, options);
+  } catch (error) {
+    const gone = error instanceof ApiError && error.status === 401 && error.code === "UNAUTHENTICATED" &&
+      !options.checksPassword;
+    if (!gone) {
+      ending = false;
+      throw error;
+    }
+  }
+  window.location.assign("/login");
 }
 
 export const api = {

@@ -2,7 +2,7 @@
 // console's link shows for operators only.
 "use strict";
 
-import { api } from "/static/api.js";
+import { api, endSession } from "/static/api.js";
 import { release } from "/static/connection.js";
 import { errorWords } from "/static/words.js";
 
@@ -11,8 +11,7 @@ if (signOut) {
   signOut.addEventListener("click", async () => {
     signOut.disabled = true;
     try {
-      await api.post("/api/auth/logout");
-      window.location.assign("/login");
+      await endSession("POST", "/api/auth/logout");
     } catch (error) {
       release(signOut);
       signOut.title = errorWords(error);
