@@ -17,16 +17,16 @@ export class ApiError extends Error {
   }
 }
 
-// True from the moment the page asks the server to end its own session (sign out, sign out everywhere,
-// delete the account) until that request fails: a 401 meanwhile (the list's poll, the header's /api/me)
-// is that same ending, and must not send the user to sign in and come back to this page.
-let ending = false;
-
 export class NetworkError extends Error {
   constructor() {
     super("The server did not answer.");
   }
 }
+
+// True from the moment the page asks the server to end its own session (sign out, sign out everywhere,
+// delete the account) until that request fails: a 401 meanwhile (the list's poll, the header's /api/me)
+// is that same ending, and must not send the user to sign in and come back to this page.
+let ending = false;
 
 // `checksPassword`: the route answers a wrong password with 401 UNAUTHENTICATED too, so that answer
 // is left to the caller (which asks /api/me whether the session itself ended) instead of signing out.
