@@ -1023,3 +1023,65 @@ def test_the_phases_accounts_are_closed_when_a_later_one_cannot_be_opened(monkey
     with pytest.raises(BenchError, match="registration refused"):
         asyncio.run(run.site_phases(tmp_path, sites, site, [], config, BenchReport(config=config), other))
     assert len(opened) == 3 and all(account.closed for account in opened)
+
+
+def test_a_paced_batch_starts_each_job_no_earlier_than_its_turn() -> None:
+    import asyncio
+    import time as clock
+    import uuid
+
+    from harness.bench import loop
+
+    class Instant:
+        polls = 0
+
+        async def run(self) -> None:
+            return None
+
+        def stop(self) -> None:
+            return None
+
+        async def wait(self, job_id: uuid.UUID) -> loop.Finished:
+            return loop.Finished("succeeded", None, clock.time())
+
+    started: dict[int, float] = {}
+
+    async def start(client: int, number: int) -> uuid.UUID:
+        started[number] = clock.time()
+        return uuid.uuid4()
+
+    flat = asyncio.run(loop.closed_loop(start, Instant(), total=20, concurrency=4))
+    assert flat.seconds < 0.1  # nothing holds an instant system back
+    started.clear()
+    paced = asyncio.run(loop.closed_loop(start, Instant(), total=20, concurrency=4, pace=100.0))
+    assert len(paced.jobs) == 20 and sorted(started) == list(range(20))
+    first = started[0]
+    assert all(started[n] >= first + n / 100.0 - 0.002 for n in started)  # held to 100 jobs/s
+    assert paced.seconds >= 0.18 and paced.jobs_per_s == pytest.approx(100.0, rel=0.15)
+
+
+def test_the_naive_site_is_paced_at_the_first_sites_rates_of_the_same_round() -> None:
+    report = _rounds_report(ours=[50.0, 20.0], naive=[100.0, 40.0], bare=[100.0, 50.0])
+    report.end_to_end.append(msgspec.structs.replace(report.end_to_end[1], workers=2, tasks_per_s=30.0))
+    report.end_to_end.append(msgspec.structs.replace(report.end_to_end[1], site="bravo", tasks_per_s=99.0))
+    assert run.round_paces(report, "alpha", 1) == {1: 50.0}
+    assert run.round_paces(report, "alpha", 2) == {1: 20.0, 2: 30.0}
+    assert run.round_paces(report, "alpha", 3) == {}
+
+
+def test_the_paced_table_sets_ours_beside_the_naive_site_flat_out_and_at_our_rate() -> None:
+    report = _rounds_report(ours=[50.0, 40.0, 45.0], naive=[100.0, 90.0, 95.0], bare=[100.0, 90.0, 95.0])
+    # ours costs 10 + round (web) ms a task, as the naive site flat out does; held to our rate the naive
+    # site costs 12.5 ms a task in every round
+    report.naive_paced = [Naive(workers=1, tasks=100, seconds=2.0, tasks_per_s=run.tasks_per_s, latency=_latency(9.0),
+                                cpu_ms_per_task={"web": 2.5, "worker": 10.0}, round=run.round, pace=run.tasks_per_s)
+                          for run in report.end_to_end]
+    report.end_to_end.append(EndToEnd(site="bravo", price=0, workers=1, tasks=100, seconds=1.0, tasks_per_s=60.0,
+                                      latency=_latency(9.0), cpu_ms_per_task={"web": 9.0}, round=1))
+    rows = tables.paced_table(report).splitlines()
+    assert len(rows) == 2  # the header and alpha: bravo was never paced against
+    assert rows[1].split() == ["alpha", "1", "3", "45.0", "45.0", "12.0", "12.0", "12.5", "1.00", "(1.00-1.00)",
+                               "0.96", "(0.88-1.04)"]
+    titles = [title for title, _ in tables.sections(report)]
+    assert any(title.startswith("The naive site held to the first site's rate") for title in titles)
+    assert not any(title.startswith("The naive site held") for title, _ in tables.sections(_report()))

@@ -90,9 +90,11 @@ StartJob = Callable[[int, int], Awaitable[UUID]]  # (client, job number) -> job 
 
 
 async def closed_loop(start: StartJob, completions: Completions, total: int, concurrency: int,
-                      seconds: float = 0.0) -> LoopResult:
+                      seconds: float = 0.0, pace: float | None = None) -> LoopResult:
     """Run at least ``total`` jobs with ``concurrency`` in flight, and go on starting jobs until ``seconds``
-    have passed since the first (a batch long enough to be steady); every job must end ``succeeded``."""
+    have passed since the first (a batch long enough to be steady); every job must end ``succeeded``.
+    With ``pace`` (jobs/s), job ``n`` starts no earlier than ``n / pace`` s after the first, as pgbench's
+    ``-R`` holds its clients: a system that could go faster is held to another's rate."""
     numbers = itertools.count()
     latencies: list[float] = []
     jobs: list[UUID] = []
@@ -105,6 +107,8 @@ async def closed_loop(start: StartJob, completions: Completions, total: int, con
     async def client(index: int) -> None:
         nonlocal last_finish
         while more(number := next(numbers)):
+            if pace:
+                await asyncio.sleep(max(0.0, began + number / pace - time.time()))
             sent = time.time()  # the database's now() reads the same clock
             job_id = await start(index, number)
             jobs.append(job_id)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import Mapping
 from pathlib import Path
 from uuid import UUID
 
@@ -37,11 +38,14 @@ MODULE = "harness.bench.naive_site"
 
 
 def naive(sites: SitesFile, via: SiteRecord, *, tasks: int, concurrency: int, workers: tuple[int, ...],
-          logs: Path, seconds: float = 0.0, round_number: int = 1) -> list[Naive]:
+          logs: Path, seconds: float = 0.0, round_number: int = 1,
+          paces: Mapping[int, float] | None = None) -> list[Naive]:
+    """A batch at each worker count; with ``paces``, at each count it names, held to its rate."""
+    counts = tuple(count for count in workers if count in paces) if paces is not None else workers
     with scratch(sites, via, "naive") as config:
-        return asyncio.run(_measure(config, via.venv_python, tasks, concurrency, workers, logs,
+        return asyncio.run(_measure(config, via.venv_python, tasks, concurrency, counts, logs,
                                     cpu.service_groups(sites, via), seconds, round_number,
-                                    vacuum.for_batch(sites.services, config.database_url)))
+                                    vacuum.for_batch(sites.services, config.database_url), paces))
 
 
 async def _check_results(config: Config, jobs: list[UUID], client_of: dict[UUID, int]) -> None:
@@ -62,7 +66,7 @@ async def _check_results(config: Config, jobs: list[UUID], client_of: dict[UUID,
 
 async def _measure(config: Config, python: str, tasks: int, concurrency: int, workers: tuple[int, ...],
                    logs: Path, shared: cpu.Groups, seconds: float, round_number: int,
-                   vacuumed: vacuum.Vacuum | None) -> list[Naive]:
+                   vacuumed: vacuum.Vacuum | None, paces: Mapping[int, float] | None) -> list[Naive]:
     file_ids = [uuid.uuid4() for _ in range(concurrency)]
     await put_inputs(config, [naive_site.input_key(file_id) for file_id in file_ids])
     environ = {**config.environ(), "PYTHONPATH": str(KIT_ROOT)}  # the site's interpreter, the kit's module
@@ -92,6 +96,7 @@ async def _measure(config: Config, python: str, tasks: int, concurrency: int, wo
             return await per_worker_count(Naive, Jobs(start, conn, TASKS_FINISHED, check), worker, counts=workers,
                                           tasks=tasks, concurrency=concurrency, environ=environ, logs=logs,
                                           groups={**shared, "web": set(web_pids)}, worker_group="worker",
-                                          seconds=seconds, round_number=round_number, vacuum=vacuumed)
+                                          seconds=seconds, round_number=round_number, vacuum=vacuumed,
+                                          paces=paces)
     finally:
         await conn.close()

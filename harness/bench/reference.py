@@ -11,7 +11,7 @@ closed loop and CPU readings as the sites.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import TypeVar
@@ -109,11 +109,12 @@ class Jobs(msgspec.Struct, frozen=True):
 async def per_worker_count(result: type[R], jobs: Jobs, worker: Command, *, counts: Sequence[int], tasks: int,
                            concurrency: int, environ: dict[str, str], logs: Path, groups: cpu.Groups,
                            worker_group: str, seconds: float = 0.0, round_number: int = 1,
-                           vacuum: Vacuum | None = None) -> list[R]:
+                           vacuum: Vacuum | None = None, paces: Mapping[int, float] | None = None) -> list[R]:
     """For each count: start that many ``worker`` processes, run one untimed job per client (connections,
     imports and prepared statements warm, as the sites get), then a timed batch of at least ``tasks`` and
-    ``seconds``, with the CPU it costs each of ``groups`` and the workers (as ``worker_group``), its own vacuum
-    included (vacuum.py); stop the workers, check the results."""
+    ``seconds`` (held to ``paces[count]`` tasks/s where given: ``result`` then takes a ``pace``), with the
+    CPU it costs each of ``groups`` and the workers (as ``worker_group``), its own vacuum included
+    (vacuum.py); stop the workers, check the results."""
     measured = []
     for count in counts:
         commands = [msgspec.structs.replace(worker, name=f"{worker.name}-{index}") for index in range(count)]
@@ -124,13 +125,14 @@ async def per_worker_count(result: type[R], jobs: Jobs, worker: Command, *, coun
                 await vacuum.clean_slate()
             async with Probe() as probe:
                 before = cpu.reading(counted)
+                pace = paces.get(count) if paces else None
                 batch = await closed_loop(jobs.start, Completions(jobs.conn, jobs.finished), tasks, concurrency,
-                                          seconds)
+                                          seconds, pace)
                 if vacuum:
                     await vacuum.own()
                 used = cpu.per_task(before, cpu.reading(counted), len(batch.jobs))
         await jobs.check(batch.jobs)
         measured.append(result(workers=count, tasks=len(batch.jobs), seconds=batch.seconds,
                                tasks_per_s=batch.jobs_per_s, latency=batch.latency, cpu_ms_per_task=used,
-                               round=round_number, unit_ms=probe.unit_ms))
+                               round=round_number, unit_ms=probe.unit_ms, **({"pace": pace} if pace else {})))
     return measured

@@ -159,6 +159,8 @@ class Naive(Baseline, frozen=True):
     a row and sends a message, one actor that does the work and marks the row; ``latency``: submit request
     sent -> the row's finished_at. CPU under web/worker is the naive site's own processes."""
 
+    pace: float | None = None  # tasks/s it was held to (the first site's rate that round); None: flat out
+
 
 class Pgbench(msgspec.Struct, frozen=True):
     clients: int
@@ -246,6 +248,7 @@ class BenchReport(msgspec.Struct):
     api: list[ApiSubmit] = msgspec.field(default_factory=list)
     baseline: list[Baseline] = msgspec.field(default_factory=list)
     naive: list[Naive] = msgspec.field(default_factory=list)
+    naive_paced: list[Naive] = msgspec.field(default_factory=list)  # held to the first site's rate (run.py)
     pgbench: list[Pgbench] = msgspec.field(default_factory=list)
     normalize: Normalize | None = None
     listing: list[Listing] = msgspec.field(default_factory=list)

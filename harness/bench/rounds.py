@@ -18,6 +18,12 @@ from .results import Baseline, BenchReport, EndToEnd
 
 NAIVE = "naive"
 BARE = "bare"
+NAIVE_PACED = "naive paced"  # the naive site held to the first site's rate (run.round_paces)
+
+
+def reference_runs(report: BenchReport, reference: str) -> list:
+    """The batches of ``reference``: NAIVE, BARE or NAIVE_PACED."""
+    return {NAIVE: report.naive, BARE: report.baseline, NAIVE_PACED: report.naive_paced}[reference]
 
 
 class Spread(msgspec.Struct, frozen=True):
@@ -56,7 +62,7 @@ def by_round(runs: Iterable[Baseline | EndToEnd]) -> dict[tuple[int, int], float
 def ratios(report: BenchReport, reference: str) -> dict[tuple[str, int], list[float | None]]:
     """Each site's tasks/s over ``reference``'s (``naive`` or ``bare``) at the same worker count, round by
     round: {(site, workers): [ratio of round 1, round 2, …]} (None where that round lacks the reference)."""
-    theirs = by_round(report.naive if reference == NAIVE else report.baseline)
+    theirs = by_round(reference_runs(report, reference))
     out: dict[tuple[str, int], list[float | None]] = {}
     for run in sorted(report.end_to_end, key=lambda e: e.round):
         out.setdefault((run.site, run.workers), []).append(
@@ -101,7 +107,7 @@ def cpu_ratios(report: BenchReport, reference: str,
     """Each site's CPU per task (``cost``: every process as measured, or ``at_equal_speed``) over
     ``reference``'s, round by round, as ``ratios`` pairs them. Far steadier than the rates on a shared
     machine: another process's load slows both sides' clocks, but a task still costs the CPU it costs."""
-    theirs = {(run.workers, run.round): cost(run) for run in (report.naive if reference == NAIVE else report.baseline)}
+    theirs = {(run.workers, run.round): cost(run) for run in reference_runs(report, reference)}
     out: dict[tuple[str, int], list[float | None]] = {}
     for run in sorted(report.end_to_end, key=lambda e: e.round):
         ours, other = cost(run), theirs.get((run.workers, run.round))

@@ -2,7 +2,8 @@
 
 Phases, one after another so each has the machine to itself. First the
 interleaved rounds (rounds.py): in each, every site end to end with 1 then 2
-worker processes, then the naive site, then the bare actor, each batch at
+worker processes, then the naive site (flat out, then held to the first
+site's rate of the round), then the bare actor, each batch at
 least ``batch_seconds`` long (commits counted in the first site batch of
 round 1). Then per site: its round trips per task from the statement log
 (statements.py), for the first site the scaling rows (scaling.py), API
@@ -76,6 +77,13 @@ async def site_round(state_dir: Path, sites: SitesFile, site: SiteRecord, accoun
         report.end_to_end.append(measured)
         if counted:
             report.commits.append(counted)
+
+
+def round_paces(report: BenchReport, slug: str, number: int) -> dict[int, float]:
+    """The site's tasks/s at each worker count in round ``number``: the naive site's paced batches go at
+    these, so that the two are compared doing the same work at the same rate."""
+    return {run.workers: run.tasks_per_s for run in report.end_to_end
+            if run.site == slug and run.round == number and run.tasks_per_s > 0}
 
 
 def live_pace(report: BenchReport, slug: str, config: BenchConfig) -> floor.Pace | None:
@@ -152,6 +160,12 @@ async def interleaved(state_dir: Path, sites: SitesFile, config: BenchConfig, re
                 with other.phase(f"naive site, round {number}"):
                     report.naive += await asyncio.to_thread(naive, sites, sites.sites[0], round_number=number,
                                                             **references)
+                paces = round_paces(report, sites.sites[0].slug, number)
+                if paces:
+                    log.info("round %d: the naive site at %s's pace", number, sites.sites[0].slug)
+                    with other.phase(f"naive site at {sites.sites[0].slug}'s pace, round {number}"):
+                        report.naive_paced += await asyncio.to_thread(naive, sites, sites.sites[0],
+                                                                      round_number=number, paces=paces, **references)
             elif what == rounds.BARE:
                 log.info("round %d: the bare actor", number)
                 with other.phase(f"bare actor, round {number}"):

@@ -162,6 +162,30 @@ def process_ratio_table(report: BenchReport, markdown: bool = False) -> str:
     return table(["site", "workers", *columns, "total"], rows, markdown)
 
 
+def paced_table(report: BenchReport, markdown: bool = False) -> str:
+    """The first site against the naive site flat out and held to the site's own rate of the round: CPU
+    per task (every process) of each, medians across rounds, and the two ratios (median of those taken
+    within a round, range). The naive site's paced batches only ever ran at the first site's rates."""
+    first = report.end_to_end[0].site if report.end_to_end else None
+    flat, paced = rounds.cpu_ratio_spreads(report, rounds.NAIVE), rounds.cpu_ratio_spreads(report, rounds.NAIVE_PACED)
+    naive_cpu = {workers: rounds.spread(rounds.total_cpu(run) for run in runs)
+                 for (_, workers), runs in batches(report.naive).items()}
+    paced_runs = batches(report.naive_paced)
+    rows = []
+    for (site, workers), runs in batches(report.end_to_end).items():
+        if site != first or ("", workers) not in paced_runs:
+            continue
+        held = paced_runs[("", workers)]
+        rows.append([site, workers, len(runs), rounds.rate_spreads(runs)[workers].median,
+                     rounds.rate_spreads(held)[workers].median,
+                     rounds.spread(rounds.total_cpu(run) for run in runs).median,
+                     naive_cpu[workers].median if naive_cpu.get(workers) else None,
+                     rounds.spread(rounds.total_cpu(run) for run in held).median,
+                     spread_cell(flat.get((site, workers))), spread_cell(paced.get((site, workers)))])
+    return table(["site", "workers", "rounds", "tasks/s", "naive paced tasks/s", "CPU ms ours", "naive flat out",
+                  "naive paced", "ours/naive flat out", "ours/naive paced"], rows, markdown)
+
+
 def sections(report: BenchReport, markdown: bool = False) -> list[tuple[str, str]]:
     """(title, table) for every phase that has numbers."""
     config = report.config
@@ -178,6 +202,8 @@ def sections(report: BenchReport, markdown: bool = False) -> list[tuple[str, str
               b.latency.p99, 1.0, b.unit_ms] for b in report.baseline]
     rows += [["naive site", "-", n.workers, n.round, n.tasks, n.tasks_per_s, n.latency.p50, n.latency.p95,
               n.latency.p99, vs_bare(n), n.unit_ms] for n in report.naive]
+    rows += [[f"naive site at {n.pace:g}/s", "-", n.workers, n.round, n.tasks, n.tasks_per_s, n.latency.p50,
+              n.latency.p95, n.latency.p99, vs_bare(n), n.unit_ms] for n in report.naive_paced]
     if rows:
         out.append((f"End to end, submit -> succeeded ({config.concurrency} in flight, batches of at least "
                     f"{config.tasks} tasks and {config.batch_seconds:g} s, {config.rounds} interleaved rounds)",
@@ -191,6 +217,10 @@ def sections(report: BenchReport, markdown: bool = False) -> list[tuple[str, str
                     reference_table(report, markdown)))
         out.append(("Ours / naive site by process: CPU per task, the median of the ratios taken within a round "
                     "(range)", process_ratio_table(report, markdown)))
+    if report.end_to_end and report.naive_paced:
+        out.append(("The naive site held to the first site's rate of each round: CPU per task (every process), "
+                    "medians across rounds, and ours / naive flat out and paced (median of the ratios taken "
+                    "within a round, range)", paced_table(report, markdown)))
     if report.end_to_end or report.baseline or report.naive:
         runs = [(f"{site} {workers}w", rounds.median_cpu(group))
                 for (site, workers), group in batches(report.end_to_end).items()]
@@ -198,6 +228,8 @@ def sections(report: BenchReport, markdown: bool = False) -> list[tuple[str, str
                  for (_, workers), group in batches(report.baseline).items()]
         runs += [(f"naive site {workers}w", rounds.median_cpu(group))
                  for (_, workers), group in batches(report.naive).items()]
+        runs += [(f"naive paced {workers}w", rounds.median_cpu(group))
+                 for (_, workers), group in batches(report.naive_paced).items()]
         columns = [g for g in GROUPS if any(g in used for _, used in runs)]
         if columns:
             out.append(("CPU per task by process, ms, median across rounds (the profile across processes)", table(
