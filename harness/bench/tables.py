@@ -202,7 +202,7 @@ def sections(report: BenchReport, markdown: bool = False) -> list[tuple[str, str
               b.latency.p99, 1.0, b.unit_ms] for b in report.baseline]
     rows += [["naive site", "-", n.workers, n.round, n.tasks, n.tasks_per_s, n.latency.p50, n.latency.p95,
               n.latency.p99, vs_bare(n), n.unit_ms] for n in report.naive]
-    rows += [[f"naive site at {n.pace:g}/s", "-", n.workers, n.round, n.tasks, n.tasks_per_s, n.latency.p50,
+    rows += [[f"naive site at {n.pace:.0f}/s", "-", n.workers, n.round, n.tasks, n.tasks_per_s, n.latency.p50,
               n.latency.p95, n.latency.p99, vs_bare(n), n.unit_ms] for n in report.naive_paced]
     if rows:
         out.append((f"End to end, submit -> succeeded ({config.concurrency} in flight, batches of at least "
