@@ -90,5 +90,5 @@ def test_the_table_gives_each_batch_kind_its_median_and_range() -> None:
     rows = [Overlap("site", 1, 10, 140.0, 3.6, 0.4), Overlap("site", 1, 10, 142.0, 3.8, 0.5),
             Overlap("site", 1, 10, 150.0, 3.7, 0.45), Overlap("run", 8, 10, 290.0, 2.1, None)]
     lines = s3_overlap.table(rows).splitlines()
-    assert lines[2] == "| 1 | site | 3 | 142 | 3.70 (3.60-3.80) | 0.45 (0.40-0.50) |"
-    assert lines[3] == "| 8 | run | 1 | 290 | 2.10 (2.10-2.10) | none |"
+    assert lines[2] == "| 1 | site | 3 | 142.0 | 3.70 (3.60-3.80) | 0.45 (0.40-0.50) |"
+    assert lines[3] == "| 8 | run | 1 | 290.0 | 2.10 | - |"

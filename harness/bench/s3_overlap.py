@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import statistics
 import sys
 import time
 import uuid
@@ -26,7 +25,7 @@ from harness import state
 from harness.services import s3_client
 from harness.state import S3Record
 
-from . import cpu
+from . import cpu, rounds, tables
 from .measure import BenchError
 
 INPUT = b"line one  \r\nline two\t\r\n" * 30  # about the size of the bench's inputs and results
@@ -90,24 +89,20 @@ async def measure(groups: cpu.Groups, s3: S3Record, key: str, bucket: str, prefi
 
 
 def table(rows: list[Overlap]) -> str:
-    """Each key and number in flight once: the median of its rounds, and their range."""
+    """Each number in flight and key once, in Markdown: the median of its rounds, and their range."""
     batches: dict[tuple[int, str], list[Overlap]] = {}
     for row in rows:
         batches.setdefault((row.in_flight, row.key), []).append(row)
-
-    def spread(values: list[float]) -> str:
-        return f"{statistics.median(values):.2f} ({min(values):.2f}-{max(values):.2f})"
-
-    lines = ["| in flight | key | rounds | pairs/s | S3 server ms a pair | S3 proxy ms a pair |",
-             "|---:|:---|---:|---:|---:|---:|"]
-    for (in_flight, key), batch in sorted(batches.items()):
-        proxies = [row.proxy_ms for row in batch if row.proxy_ms is not None]
-        lines.append(f"| {in_flight} | {key} | {len(batch)} | {statistics.median(r.pairs_per_s for r in batch):.0f} | "
-                     f"{spread([r.server_ms for r in batch])} | {spread(proxies) if proxies else 'none'} |")
-    return "\n".join(lines)
+    return tables.table(
+        ["in flight", "key", "rounds", "pairs/s", "S3 server ms a pair", "S3 proxy ms a pair"],
+        [[in_flight, key, len(batch), rounds.spread(r.pairs_per_s for r in batch).median,
+          tables.spread_cell(rounds.spread(r.server_ms for r in batch)),
+          tables.spread_cell(rounds.spread(r.proxy_ms for r in batch))]
+         for (in_flight, key), batch in sorted(batches.items())],
+        markdown=True)
 
 
-async def run(state_dir: Path, pairs: int, in_flight: list[int], rounds: int) -> list[Overlap]:
+async def run(state_dir: Path, pairs: int, in_flight: list[int], repeats: int) -> list[Overlap]:
     sites = state.load(state_dir)
     site = sites.sites[0]
     run_key = msgspec.structs.replace(sites.services.s3, url=site.s3_endpoint_url)
@@ -116,9 +111,9 @@ async def run(state_dir: Path, pairs: int, in_flight: list[int], rounds: int) ->
                                        secret_access_key=env["S3_SECRET_ACCESS_KEY"])
     groups = {name: pids for name, pids in cpu.service_groups(sites, site).items() if name in ("s3", "s3 proxy")}
     prefix = f"{site.object_prefix}/bench-s3-overlap-{uuid.uuid4().hex[:8]}"
+    keys = [("site", site_key), ("run", run_key)]
     rows = []
-    for number in range(rounds):
-        keys = [("site", site_key), ("run", run_key)]
+    for number in range(repeats):
         for name, key in keys if number % 2 == 0 else keys[::-1]:
             for n in in_flight:
                 rows.append(await measure(groups, key, name, site.bucket, prefix, pairs, n))
