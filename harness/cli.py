@@ -141,7 +141,7 @@ def bench_config(args: argparse.Namespace) -> bench_results.BenchConfig:
     config = bench_results.BenchConfig(
         sites=args.sites, tasks=args.tasks, concurrency=args.concurrency, rounds=args.rounds,
         batch_seconds=args.batch_seconds, statement_tasks=args.statement_tasks, scaling_tasks=args.scaling_tasks,
-        floor_seconds=args.floor_seconds,
+        wal_tasks=args.wal_tasks, floor_seconds=args.floor_seconds,
         history_tasks=bench_results.HISTORY_TASKS if args.history_tasks is None else args.history_tasks)
     if not args.quick:
         return config
@@ -159,8 +159,9 @@ def bench_problem(args: argparse.Namespace) -> str | None:
         return "--tasks must be at least 1"
     if not 1 <= args.concurrency <= 64:
         return "--concurrency must be between 1 and 64"
-    if min(args.statement_tasks, args.scaling_tasks, args.floor_seconds, args.history_tasks or 0) < 0:
-        return "--statement-tasks, --scaling-tasks, --floor-seconds and --history-tasks must be 0 (skip) or more"
+    if min(args.statement_tasks, args.wal_tasks, args.scaling_tasks, args.floor_seconds, args.history_tasks or 0) < 0:
+        return ("--statement-tasks, --wal-tasks, --scaling-tasks, --floor-seconds and --history-tasks must be 0 (skip)"
+                " or more")
     if args.rounds < 1:
         return "--rounds must be at least 1"
     if args.batch_seconds < 0:
@@ -277,6 +278,8 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--concurrency", type=int, default=8, help="clients: tasks in flight, API submitters")
     bench.add_argument("--statement-tasks", type=int, default=20,
                        help="tasks of the batch whose round trips are counted from the statement log (0: skip)")
+    bench.add_argument("--wal-tasks", type=int, default=200,
+                       help="tasks of the batch per site whose WAL records are read back, a task (0: skip)")
     bench.add_argument("--scaling-tasks", type=int, default=100,
                        help="tasks per batch of the first site's scaling rows (0: skip the phase)")
     bench.add_argument("--floor-seconds", type=int, default=10,

@@ -263,6 +263,7 @@ def _after() -> BenchReport:
                     *before.end_to_end[1:]],
         commits=[msgspec.structs.replace(before.commits[0], write_per_task=3.0)],
         round_trips=[results.RoundTrips(site="alpha", tasks=20, statements=200, transactions=80)],
+        wal=[results.WalAnatomy(site="alpha", tasks=200, records_per_task=57.9)],
         naive=[msgspec.structs.replace(before.naive[0], tasks_per_s=40.0), *before.naive[1:]],
     )
 
@@ -272,6 +273,7 @@ def test_a_comparison_pairs_each_figure_before_and_after() -> None:
     found = {row.label: (row.before, row.after) for row in rows[0]}
     assert found["write commits / task"] == (7.0, 3.0)
     assert found["round trips / task"] == (None, 10.0)  # the earlier run did not count them
+    assert found["WAL records / task"] == (None, 57.9)
     assert found["CPU ms / task, all processes"] == (32.5, 20.0)
     assert found["ours / naive"] == (0.62, 0.75)  # each run against its own naive site
     assert found["ours / bare"] == (0.5, 0.75)
@@ -675,6 +677,24 @@ def test_round_trips_per_task_are_printed_and_an_uncounted_site_says_why() -> No
     assert "not counted: external PostgreSQL" in bravo
 
 
+def test_wal_records_a_task_are_set_side_by_side_and_an_uncounted_site_says_why() -> None:
+    lock, commit = results.WalCount("Heap/LOCK", "account", 3.0), results.WalCount("Transaction/COMMIT", "-", 3.0)
+    report = msgspec.structs.replace(_report(), wal=[
+        results.WalAnatomy(site="alpha", tasks=200, records_per_task=57.9, bytes_per_task=6539.4,
+                           full_page_bytes_per_task=867.0, counts=[lock, commit]),
+        results.WalAnatomy(site="bravo", tasks=200, records_per_task=61.0, bytes_per_task=7000.0,
+                           counts=[commit, results.WalCount("Heap/INSERT", "credit_ledger", 2.0)]),
+        results.WalAnatomy(site="charlie", tasks=0, not_counted="pg_walinspect: InsufficientPrivilegeError"),
+    ])
+    ((title, rendered),) = [s for s in tables.sections(report) if s[0].startswith("WAL records")]
+    assert "200 alpha, 200 bravo" in title and "charlie not counted: pg_walinspect" in title
+    lines = [line.split("  ") for line in rendered.splitlines()]
+    cells = [[cell.strip() for cell in line if cell.strip()] for line in lines[1:]]
+    assert cells == [["all records", "57.9", "61.0"], ["bytes (of them full-page images)", "6539 (867)", "7000 (0)"],
+                     ["Heap/LOCK", "account", "3.00", "0.00"], ["Transaction/COMMIT", "-", "3.00", "3.00"],
+                     ["Heap/INSERT", "credit_ledger", "0.00", "2.00"]]
+
+
 def test_driven_write_commits_are_set_against_pgbench() -> None:
     (row,) = tables.driven_commit_rows(_report())
     assert row.write_commits_per_s == 140.0  # 700 write commits over the 1-worker batch's 5 s
@@ -986,7 +1006,7 @@ def test_the_accounts_of_the_phases_without_workers_are_made_while_the_workers_r
     monkeypatch.setattr(run, "open_history_accounts", history_accounts)
     for name in ("api_submit", "history", "listing"):
         monkeypatch.setattr(run, name, lambda *args, _name=name, **kwargs: measured(_name))
-    config = BenchConfig(sites=1, statement_tasks=0, scaling_tasks=0, history_tasks=1000)
+    config = BenchConfig(sites=1, statement_tasks=0, wal_tasks=0, scaling_tasks=0, history_tasks=1000)
     report = BenchReport(config=config)
     other = _no_other_load()
     asyncio.run(run.site_phases(tmp_path, sites, site, [Opened()], config, report, other))
@@ -1026,7 +1046,7 @@ def test_the_phases_accounts_are_closed_when_a_later_one_cannot_be_opened(monkey
     monkeypatch.setattr(run.state, "load", lambda state_dir: sites)
     monkeypatch.setattr(run, "open_api_accounts", api_accounts)
     monkeypatch.setattr(run, "open_history_accounts", history_accounts)
-    config = BenchConfig(sites=1, statement_tasks=0, scaling_tasks=0, history_tasks=1000)
+    config = BenchConfig(sites=1, statement_tasks=0, wal_tasks=0, scaling_tasks=0, history_tasks=1000)
     other = _no_other_load()
     with pytest.raises(BenchError, match="registration refused"):
         asyncio.run(run.site_phases(tmp_path, sites, site, [], config, BenchReport(config=config), other))

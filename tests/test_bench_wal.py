@@ -13,6 +13,7 @@ import pytest
 
 from harness.bench import wal
 from harness.bench.measure import BenchError
+from harness.bench.results import WalAnatomy
 from harness.services import create_database, drop_database, embedded, with_database
 
 ROWS = 40
@@ -58,7 +59,7 @@ def test_anatomy_counts_a_task_by_relation_and_leaves_other_databases_out() -> N
         wal.anatomy(records, 7, {}, tasks=0)
 
 
-async def _writes(server_url: str) -> tuple[wal.Anatomy, list[str]]:
+async def _writes(server_url: str) -> tuple[WalAnatomy, list[str]]:
     """ROWS rows inserted one commit each, then each updated (its indexed column: not HOT) in one more
     commit; meanwhile rows written in a database the reading is not about."""
     await create_database(server_url, "walsubject")

@@ -57,11 +57,13 @@ def figures(report: BenchReport, site: str, workers: int = 1) -> dict[str, float
     batches = _batches(report, site, workers)
     commits = next((c for c in report.commits if c.site == site), None)
     trips = next((t for t in report.round_trips if t.site == site and not t.not_counted), None)
+    written = next((w for w in report.wal if w.site == site and not w.not_counted), None)
     cpu = rounds.median_cpu(batches) if batches else {}
     rate = rounds.rate_spreads(batches).get(workers)
     return {
         "write commits / task": commits.write_per_task if commits else None,
         "round trips / task": round(trips.statements / trips.tasks, 1) if trips and trips.tasks else None,
+        "WAL records / task": written.records_per_task if written else None,
         "CPU ms / task, all processes": round(sum(cpu.values()), 2) if cpu else None,
         "CPU ms / task, web + worker + postgres": round(sum(cpu.get(k, 0.0) for k in OWN), 2) if cpu else None,
         "tasks/s": rate.median if rate else None,

@@ -39,6 +39,8 @@ class BenchConfig(msgspec.Struct, frozen=True):
     # A small batch per site with the server's statement log on (embedded PostgreSQL only), to count
     # round trips per task (statements.py); 0: not counted.
     statement_tasks: int = 20
+    # A batch per site whose WAL records are read back, a task (wal.py); 0: not read.
+    wal_tasks: int = 200
     # The first site end to end at each (web, worker) process count, ``scaling_tasks`` a batch
     # (scaling.py); the web rows hold the workers at 2, where the worker is not the only limit.
     scaling: tuple[tuple[int, int], ...] = ((1, 1), (1, 2), (1, 4), (2, 2))
@@ -55,7 +57,8 @@ def quick(config: BenchConfig) -> BenchConfig:
     """``config`` with every phase small: the method runs end to end in minutes (tests, a check before a run)."""
     return msgspec.structs.replace(config, tasks=min(config.tasks, 40), batch_seconds=0.0, list_tasks=5_000,
                                    list_samples=10, pgbench_seconds=2, statement_tasks=min(config.statement_tasks, 10),
-                                   scaling_tasks=0, history_tasks=min(config.history_tasks, 20_000),
+                                   wal_tasks=min(config.wal_tasks, 40), scaling_tasks=0,
+                                   history_tasks=min(config.history_tasks, 20_000),
                                    history_samples=30, floor_seconds=min(config.floor_seconds, 2))
 
 
@@ -109,6 +112,24 @@ class RoundTrips(msgspec.Struct, frozen=True):
     statements: int = 0
     transactions: int = 0  # distinct virtual transaction ids: explicit BEGIN..COMMIT and single statements
     by_role: dict[str, int] = msgspec.field(default_factory=dict)  # statements by process role
+    not_counted: str = ""
+
+
+class WalCount(msgspec.Struct, frozen=True):
+    kind: str  # resource manager / record type, e.g. "Heap/LOCK", "Btree/INSERT_LEAF"
+    relation: str  # the relation of its first block; "-" for none (a commit)
+    per_task: float
+
+
+class WalAnatomy(msgspec.Struct, frozen=True):
+    """The WAL records a batch of a site's tasks wrote, a task (wal.py). ``not_counted`` says why there are none."""
+
+    site: str
+    tasks: int
+    records_per_task: float = 0.0
+    bytes_per_task: float = 0.0  # records with their full-page images
+    full_page_bytes_per_task: float = 0.0
+    counts: list[WalCount] = msgspec.field(default_factory=list)  # most first
     not_counted: str = ""
 
 
@@ -253,6 +274,7 @@ class BenchReport(msgspec.Struct):
     normalize: Normalize | None = None
     listing: list[Listing] = msgspec.field(default_factory=list)
     round_trips: list[RoundTrips] = msgspec.field(default_factory=list)
+    wal: list[WalAnatomy] = msgspec.field(default_factory=list)
     scaling: list[Scaled] = msgspec.field(default_factory=list)
     history: History | None = None
     floor: Floor | None = None

@@ -6,7 +6,7 @@ worker processes, then the naive site (flat out, then held to the first
 site's rate of the round), then the bare actor, each batch at
 least ``batch_seconds`` long (commits counted in the first site batch of
 round 1). Then per site: its round trips per task from the statement log
-(statements.py), for the first site the scaling rows (scaling.py), API
+(statements.py) and the WAL records a task (wal.py), for the first site the scaling rows (scaling.py), API
 submit with the workers stopped, list latency at 100 000 tasks; then
 pgbench and normalisation throughput.
 """
@@ -26,7 +26,7 @@ from harness import control, stand, state
 from harness.render import provenance
 from harness.state import SiteRecord, SitesFile
 
-from . import cpu, floor, rounds, tables, vacuum
+from . import cpu, floor, rounds, tables, vacuum, wal
 from .accounts import Account, open_account
 from .api import api_submit, open_api_accounts
 from .baseline import baseline
@@ -103,6 +103,9 @@ async def site_phases(state_dir: Path, sites: SitesFile, site: SiteRecord, accou
         log.info("%s: round trips from the statement log", site.slug)
         report.round_trips.append(await round_trips(sites.services.postgres, current, accounts,
                                                     tasks=config.statement_tasks))
+    if config.wal_tasks:
+        log.info("%s: WAL records a task", site.slug)
+        report.wal.append(await wal.for_site(sites.services.postgres.url, current, accounts, tasks=config.wal_tasks))
     if config.scaling_tasks and config.scaling and site.slug == sites.sites[0].slug:
         log.info("%s: scaling web and worker processes", site.slug)
         report.scaling += await scale_out(state_dir, site, accounts, counts=config.scaling,

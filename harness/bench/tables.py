@@ -332,8 +332,31 @@ def history_section(report: BenchReport, markdown: bool = False) -> tuple[str, s
                  markdown)
 
 
+WAL_ROWS = 25  # each site's most frequent records, the union of them
+
+
+def wal_section(report: BenchReport, markdown: bool = False) -> tuple[str, str]:
+    """The WAL records a task (wal.py), side by side by site: all of them, their bytes, then the most
+    frequent by kind and relation."""
+    counted = [w for w in report.wal if not w.not_counted]
+    uncounted = "; ".join(f"{w.site} not counted: {w.not_counted}" for w in report.wal if w.not_counted)
+    keys: list[tuple[str, str]] = []
+    for found in counted:
+        keys += [key for c in found.counts[:WAL_ROWS] if (key := (c.kind, c.relation)) not in keys]
+    per_site = [{(c.kind, c.relation): c.per_task for c in found.counts} for found in counted]
+    rows = [["all records", "", *(w.records_per_task for w in counted)],
+            ["bytes (of them full-page images)", "",
+             *(f"{w.bytes_per_task:.0f} ({w.full_page_bytes_per_task:.0f})" for w in counted)],
+            *([kind, relation, *(found.get((kind, relation), 0.0) for found in per_site)] for kind, relation in keys)]
+    batches = ", ".join(f"{w.tasks} {w.site}" for w in counted)
+    title = (f"WAL records a task, by kind and relation (a batch of {batches} tasks"
+             f"{'; ' + uncounted if uncounted else ''})" if counted else f"WAL records a task: {uncounted}")
+    return title, table(["record", "relation", *(w.site for w in counted)], rows, markdown)
+
+
 def cost_and_scaling_sections(report: BenchReport, markdown: bool = False) -> list[tuple[str, str]]:
-    """Round trips per task (statement log), commits driven against pgbench, and the scaling rows."""
+    """Round trips per task (statement log), WAL records a task, commits driven against pgbench, and the
+    scaling rows."""
     out: list[tuple[str, str]] = []
     if report.round_trips:
         roles = sorted({role for r in report.round_trips for role in r.by_role})
@@ -343,6 +366,8 @@ def cost_and_scaling_sections(report: BenchReport, markdown: bool = False) -> li
         out.append(("Database round trips per task (statements in the server's log, driver's left out)", table(
             ["site", "tasks", "round trips / task", "transactions / task", *(f"{role} / task" for role in roles)],
             rows, markdown)))
+    if report.wal:
+        out.append(wal_section(report, markdown))
     if driven := driven_commit_rows(report):
         out.append(("Write commits driven by the counted end-to-end batch against pgbench", table(
             ["site", "write commits/s", "pgbench commits/s", "fraction"],

@@ -31,12 +31,14 @@ import msgspec
 
 from harness import state
 from harness.services import create_database, drop_database, with_database
+from harness.state import SiteRecord
 
 from . import tables
-from .accounts import open_account
+from .accounts import Account, open_account
 from .endtoend import database_name, submitter
 from .loop import TASKS_FINISHED, Completions, closed_loop
 from .measure import BenchError
+from .results import WalAnatomy, WalCount
 
 CLIENTS = 8
 NO_RELATION = "-"
@@ -58,20 +60,6 @@ FROM pg_class c WHERE pg_relation_filenode(c.oid) IS NOT NULL
 """
 
 
-class WalCount(msgspec.Struct, frozen=True):
-    kind: str  # resource manager / record type, e.g. "Heap/LOCK", "Btree/INSERT_LEAF"
-    relation: str  # the relation of its first block, NO_RELATION for none (commits)
-    per_task: float
-
-
-class Anatomy(msgspec.Struct, frozen=True):
-    tasks: int
-    records_per_task: float
-    bytes_per_task: float  # records with their full-page images
-    full_page_bytes_per_task: float
-    counts: list[WalCount]  # most first
-
-
 class Record(msgspec.Struct, frozen=True):
     kind: str
     database: int | None  # the oid of the database of its first block, None for none
@@ -89,7 +77,7 @@ def parse(resource_manager: str, record_type: str, block_ref: str | None, length
                   node=found.group(2) if found else None, length=length, full_page_length=full_page_length or 0)
 
 
-def anatomy(records: list[Record], database: int, names: dict[str, str], tasks: int) -> Anatomy:
+def anatomy(records: list[Record], database: int, names: dict[str, str], tasks: int, site: str = "") -> WalAnatomy:
     """``records`` per task: those of ``database`` by relation (``names``, file node to name) and those of
     no relation; other databases' left out."""
     if tasks < 1:
@@ -103,7 +91,8 @@ def anatomy(records: list[Record], database: int, names: dict[str, str], tasks: 
     def per_task(value: float) -> float:
         return round(value / tasks, 2)
 
-    return Anatomy(
+    return WalAnatomy(
+        site=site,
         tasks=tasks,
         records_per_task=per_task(len(kept)),
         bytes_per_task=per_task(sum(r.length for r in kept)),
@@ -121,20 +110,27 @@ class Reader:
         self.scratch = scratch
         self.conn: asyncpg.Connection | None = None
 
-    async def __aenter__(self) -> Reader:
+    async def open(self) -> None:
         await create_database(self.server_url, self.scratch)
         try:
             self.conn = await asyncpg.connect(with_database(self.server_url, self.scratch))
             await self.conn.execute("CREATE EXTENSION pg_walinspect")
         except BaseException:
-            await self.__aexit__(None, None, None)
+            await self.close()
             raise
+
+    async def close(self) -> None:
+        if self.conn is not None:
+            await self.conn.close()
+            self.conn = None
+        await drop_database(self.server_url, self.scratch)
+
+    async def __aenter__(self) -> Reader:
+        await self.open()
         return self
 
     async def __aexit__(self, *_) -> None:
-        if self.conn is not None:
-            await self.conn.close()
-        await drop_database(self.server_url, self.scratch)
+        await self.close()
 
     async def position(self) -> str:
         # A record is readable once flushed; the commits of a batch are, and this flushes the rest.
@@ -156,31 +152,46 @@ async def relations(server_url: str, database: str) -> tuple[int, dict[str, str]
         await conn.close()
 
 
-def table(found: Anatomy, top: int) -> str:
-    head = (f"{found.tasks} tasks: {found.records_per_task} WAL records a task, {found.bytes_per_task:.0f} bytes "
-            f"({found.full_page_bytes_per_task:.0f} of them full-page images)\n\n")
+def table(found: WalAnatomy, top: int) -> str:
+    head = (f"{found.site}, {found.tasks} tasks: {found.records_per_task} WAL records a task, "
+            f"{found.bytes_per_task:.0f} bytes ({found.full_page_bytes_per_task:.0f} of them full-page images)\n\n")
     return head + tables.table(["record", "relation", "a task"],
                                [[c.kind, c.relation, c.per_task] for c in found.counts[:top]], markdown=True)
 
 
-async def run(state_dir: Path, tasks: int) -> Anatomy:
-    sites = state.load(state_dir)
-    site = sites.sites[0]
-    server_url = sites.services.postgres.url
-    accounts = [await open_account(site, index) for index in range(CLIENTS)]
+async def for_site(server_url: str, site: SiteRecord, accounts: list[Account], *, tasks: int) -> WalAnatomy:
+    """A closed loop of ``tasks`` of ``site``'s tasks, one client an account of ``accounts``, after one
+    warm task each, and the WAL records it wrote. ``server_url``: the server's superuser. A server
+    without pg_walinspect (or without the right to it) is reported, not counted."""
     conn = await asyncpg.connect(site.database_url)
     try:
         start = submitter(site, accounts)
         # warm: connections, prepared statements and each account's first rows before the reading
-        await closed_loop(start, Completions(conn, TASKS_FINISHED), CLIENTS, CLIENTS)
-        async with Reader(server_url, f"{database_name(site)}_wal") as reader:
+        await closed_loop(start, Completions(conn, TASKS_FINISHED), len(accounts), len(accounts))
+        reader = Reader(server_url, f"{database_name(site)}_wal")
+        try:
+            await reader.open()
+        except (asyncpg.PostgresError, OSError) as error:
+            return WalAnatomy(site=site.slug, tasks=0, not_counted=f"pg_walinspect: {type(error).__name__}")
+        try:
             begin = await reader.position()
-            batch = await closed_loop(start, Completions(conn, TASKS_FINISHED), tasks, CLIENTS)
+            batch = await closed_loop(start, Completions(conn, TASKS_FINISHED), tasks, len(accounts))
             end = await reader.position()
             database, names = await relations(server_url, database_name(site))
-            return anatomy(await reader.records(begin, end), database, names, len(batch.jobs))
+            return anatomy(await reader.records(begin, end), database, names, len(batch.jobs), site.slug)
+        finally:
+            await reader.close()
     finally:
         await conn.close()
+
+
+async def run(state_dir: Path, tasks: int) -> WalAnatomy:
+    sites = state.load(state_dir)
+    site = sites.sites[0]
+    accounts = [await open_account(site, index) for index in range(CLIENTS)]
+    try:
+        return await for_site(sites.services.postgres.url, site, accounts, tasks=tasks)
+    finally:
         for account in accounts:
             await account.close()
 
@@ -193,7 +204,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.tasks < 1 or args.top < 1:
         parser.error("--tasks and --top must be at least 1")
-    print(table(asyncio.run(run(args.state, args.tasks)), args.top))
+    found = asyncio.run(run(args.state, args.tasks))
+    if found.not_counted:
+        raise SystemExit(f"not counted: {found.not_counted}")
+    print(table(found, args.top))
     return 0
 
 
