@@ -6,11 +6,12 @@ CPU a task moves with the machine's other work and with the rate (docs/benchmark
 writes does not. Every row version, index entry, row lock and commit is a record in the WAL, so
 the records a task costs say exactly where its writes go: which index takes an entry at each
 version of a row, which updates are HOT and which are not, which statements lock a row before
-writing it. Against a run's first site (``harness up``): a closed loop of ``--tasks`` tasks, each of
-eight clients an account of its own, the server's WAL position read around it and its records read
-back with ``pg_walinspect`` (PostgreSQL 15 and later; its functions need the server's superuser,
-which the run has). The extension lives in a scratch database made for the reading and dropped
-after it: the site's own database is not touched.
+writing it. ``python -m harness bench`` reads it for every site after the rounds (``for_site``,
+``--wal-tasks``); this command for a run's first site (``harness up``): a closed loop of ``--tasks``
+tasks, each of eight clients an account of its own, the server's WAL position read around it and its
+records read back with ``pg_walinspect`` (PostgreSQL 15 and later; its functions need the server's
+superuser, which the run has). The extension lives in a scratch database made for the reading and
+dropped after it: the site's own database is not touched.
 
 Records of other databases are left out. Records that name no relation (a commit) cannot be told
 apart by database: those are the server's, so the probe is meant for a run whose other sites are
