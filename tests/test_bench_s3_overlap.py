@@ -92,3 +92,10 @@ def test_the_table_gives_each_batch_kind_its_median_and_range() -> None:
     lines = s3_overlap.table(rows).splitlines()
     assert lines[2] == "| 1 | site | 3 | 142.0 | 3.70 (3.60-3.80) | 0.45 (0.40-0.50) |"
     assert lines[3] == "| 8 | run | 1 | 290.0 | 2.10 | - |"
+
+
+def test_the_probe_without_a_run_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        s3_overlap.main(["--state", str(tmp_path)])
+    assert exited.value.code == 2
+    assert "no harness state here (run `up` first)" in capsys.readouterr().err

@@ -102,3 +102,10 @@ def test_a_batch_of_known_writes_reads_back_as_its_records(server: str) -> None:
     assert not [c for c in found.counts if c.relation.startswith("file node") or c.relation.startswith("elsewhere")]
     assert found.records_per_task >= 6
     assert "walsubject_wal" not in databases
+
+
+def test_the_probe_without_a_run_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        wal.main(["--state", str(tmp_path)])
+    assert exited.value.code == 2
+    assert "no harness state here (run `up` first)" in capsys.readouterr().err

@@ -23,7 +23,7 @@ import msgspec
 
 from harness import state
 from harness.services import s3_client
-from harness.state import S3Record
+from harness.state import S3Record, SitesFile
 
 from . import cpu, rounds, tables
 from .measure import BenchError
@@ -102,8 +102,7 @@ def table(rows: list[Overlap]) -> str:
         markdown=True)
 
 
-async def run(state_dir: Path, pairs: int, in_flight: list[int], repeats: int) -> list[Overlap]:
-    sites = state.load(state_dir)
+async def run(state_dir: Path, sites: SitesFile, pairs: int, in_flight: list[int], repeats: int) -> list[Overlap]:
     site = sites.sites[0]
     run_key = msgspec.structs.replace(sites.services.s3, url=site.s3_endpoint_url)
     env = state.load_site_env(state_dir, site.slug)
@@ -129,7 +128,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.pairs < 1 or args.rounds < 1 or min(args.in_flight) < 1:
         parser.error("--pairs, --rounds and --in-flight must be at least 1")
-    print(table(asyncio.run(run(args.state, args.pairs, args.in_flight, args.rounds))))
+    try:
+        sites = state.load(args.state)
+    except FileNotFoundError as error:
+        parser.error(str(error))
+    print(table(asyncio.run(run(args.state, sites, args.pairs, args.in_flight, args.rounds))))
     return 0
 
 

@@ -32,7 +32,7 @@ import msgspec
 
 from harness import state
 from harness.services import create_database, drop_database, with_database
-from harness.state import SiteRecord
+from harness.state import SiteRecord, SitesFile
 
 from . import tables
 from .accounts import Account, open_account
@@ -134,7 +134,8 @@ class Reader:
         await self.close()
 
     async def position(self) -> str:
-        # A record is readable once flushed; the commits of a batch are, and this flushes the rest.
+        # Only flushed records can be read. Every commit of a batch is flushed before its task is seen
+        # finished (synchronous_commit), so the flush position after the batch holds all of them.
         return await self.conn.fetchval("SELECT pg_current_wal_flush_lsn()::text")
 
     async def records(self, start: str, end: str) -> list[Record]:
@@ -186,8 +187,7 @@ async def for_site(server_url: str, site: SiteRecord, accounts: list[Account], *
         await conn.close()
 
 
-async def run(state_dir: Path, tasks: int) -> WalAnatomy:
-    sites = state.load(state_dir)
+async def run(sites: SitesFile, tasks: int) -> WalAnatomy:
     site = sites.sites[0]
     accounts = [await open_account(site, index) for index in range(CLIENTS)]
     try:
@@ -205,7 +205,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.tasks < 1 or args.top < 1:
         parser.error("--tasks and --top must be at least 1")
-    found = asyncio.run(run(args.state, args.tasks))
+    try:
+        sites = state.load(args.state)
+    except FileNotFoundError as error:
+        parser.error(str(error))
+    found = asyncio.run(run(sites, args.tasks))
     if found.not_counted:
         raise SystemExit(f"not counted: {found.not_counted}")
     print(table(found, args.top))
