@@ -1083,19 +1083,46 @@ def test_the_naive_site_is_paced_at_the_first_sites_rates_of_the_same_round() ->
     assert run.round_paces(report, "alpha", 3) == {}
 
 
-def test_the_paced_table_sets_ours_beside_the_naive_site_flat_out_and_at_our_rate() -> None:
+def test_the_paced_table_sets_each_site_beside_the_naive_site_held_to_that_sites_rate() -> None:
     report = _rounds_report(ours=[50.0, 40.0, 45.0], naive=[100.0, 90.0, 95.0], bare=[100.0, 90.0, 95.0])
-    # ours costs 10 + round (web) ms a task, as the naive site flat out does; held to our rate the naive
-    # site costs 12.5 ms a task in every round
-    report.naive_paced = [Naive(workers=1, tasks=100, seconds=2.0, tasks_per_s=run.tasks_per_s, latency=_latency(9.0),
-                                cpu_ms_per_task={"web": 2.5, "worker": 10.0}, round=run.round, pace=run.tasks_per_s)
-                          for run in report.end_to_end]
-    report.end_to_end.append(EndToEnd(site="bravo", price=0, workers=1, tasks=100, seconds=1.0, tasks_per_s=60.0,
-                                      latency=_latency(9.0), cpu_ms_per_task={"web": 9.0}, round=1))
+    # alpha costs 10 + round (web) ms a task, as the naive site flat out does; held to alpha's rate the
+    # naive site costs 12.5 ms a task in every round, held to bravo's (slower) 14.0
+    report.end_to_end += [EndToEnd(site="bravo", price=0, workers=1, tasks=100, seconds=1.0, tasks_per_s=30.0,
+                                   latency=_latency(9.0), cpu_ms_per_task={"web": 4.0, "worker": 10.0}, round=n)
+                          for n in (1, 2, 3)]
+
+    def held(site: str, cpu: dict[str, float]) -> list[Naive]:
+        return [Naive(workers=1, tasks=100, seconds=2.0, tasks_per_s=run.tasks_per_s, latency=_latency(9.0),
+                      cpu_ms_per_task=cpu, round=run.round, pace=run.tasks_per_s, paced_to=site)
+                for run in report.end_to_end if run.site == site]
+
+    # bravo's batches come first: each site is paired with the batches held to its own rate, not by order
+    report.naive_paced = held("bravo", {"web": 4.0, "worker": 10.0}) + held("alpha", {"web": 2.5, "worker": 10.0})
     rows = tables.paced_table(report).splitlines()
-    assert len(rows) == 2  # the header and alpha: bravo was never paced against
+    assert len(rows) == 3
     assert rows[1].split() == ["alpha", "1", "3", "45.0", "45.0", "12.0", "12.0", "12.5", "1.00", "(1.00-1.00)",
                                "0.96", "(0.88-1.04)"]
+    assert rows[2].split() == ["bravo", "1", "3", "30.0", "30.0", "14.0", "12.0", "14.0", "1.17", "(1.08-1.27)",
+                               "1.00", "(1.00-1.00)"]
     titles = [title for title, _ in tables.sections(report)]
-    assert any(title.startswith("The naive site held to the first site's rate") for title in titles)
+    assert any(title.startswith("The naive site held to each site's rate") for title in titles)
     assert not any(title.startswith("The naive site held") for title, _ in tables.sections(_report()))
+    profile = dict(tables.sections(report))
+    by_process = next(text for title, text in profile.items() if title.startswith("CPU per task by process"))
+    assert "naive at alpha's pace 1w" in by_process and "naive at bravo's pace 1w" in by_process
+
+
+def test_a_report_from_before_every_site_was_paced_pairs_its_paced_batches_with_the_first_site() -> None:
+    report = _rounds_report(ours=[50.0, 40.0], naive=[100.0, 90.0], bare=[100.0, 90.0])
+    report.end_to_end.append(EndToEnd(site="bravo", price=0, workers=1, tasks=100, seconds=1.0, tasks_per_s=60.0,
+                                      latency=_latency(9.0), cpu_ms_per_task={"web": 9.0}, round=1))
+    # as such a report decodes: no paced_to
+    report.naive_paced = [Naive(workers=1, tasks=100, seconds=2.0, tasks_per_s=run.tasks_per_s, latency=_latency(9.0),
+                                cpu_ms_per_task={"web": 2.5, "worker": 10.0}, round=run.round, pace=run.tasks_per_s)
+                          for run in report.end_to_end if run.site == "alpha"]
+    encoded = msgspec.json.encode(report)
+    assert b',"paced_to":""' in encoded
+    legacy = msgspec.json.decode(encoded.replace(b',"paced_to":""', b""), type=BenchReport)
+    rows = tables.paced_table(legacy).splitlines()
+    assert [row.split()[0] for row in rows[1:]] == ["alpha"]  # bravo was never paced against
+    assert rounds.cpu_ratio_spreads(legacy, rounds.NAIVE_PACED)[("bravo", 1)] is None

@@ -180,7 +180,8 @@ class Naive(Baseline, frozen=True):
     a row and sends a message, one actor that does the work and marks the row; ``latency``: submit request
     sent -> the row's finished_at. CPU under web/worker is the naive site's own processes."""
 
-    pace: float | None = None  # tasks/s it was held to (the first site's rate that round); None: flat out
+    pace: float | None = None  # tasks/s it was held to (a site's rate that round); None: flat out
+    paced_to: str = ""  # the site whose rate that was; '' in reports from before every site was paced: the first's
 
 
 class Pgbench(msgspec.Struct, frozen=True):
@@ -269,7 +270,7 @@ class BenchReport(msgspec.Struct):
     api: list[ApiSubmit] = msgspec.field(default_factory=list)
     baseline: list[Baseline] = msgspec.field(default_factory=list)
     naive: list[Naive] = msgspec.field(default_factory=list)
-    naive_paced: list[Naive] = msgspec.field(default_factory=list)  # held to the first site's rate (run.py)
+    naive_paced: list[Naive] = msgspec.field(default_factory=list)  # held to each site's rate (run.py)
     pgbench: list[Pgbench] = msgspec.field(default_factory=list)
     normalize: Normalize | None = None
     listing: list[Listing] = msgspec.field(default_factory=list)

@@ -14,11 +14,11 @@ from collections.abc import Callable, Iterable, Sequence
 import msgspec
 
 from .measure import ratio
-from .results import Baseline, BenchReport, EndToEnd
+from .results import Baseline, BenchReport, EndToEnd, Naive
 
 NAIVE = "naive"
 BARE = "bare"
-NAIVE_PACED = "naive paced"  # the naive site held to the first site's rate (run.round_paces)
+NAIVE_PACED = "naive paced"  # the naive site held to each site's rate (run.round_paces)
 
 
 def reference_runs(report: BenchReport, reference: str) -> list:
@@ -57,6 +57,17 @@ def schedule(rounds: int, sites: Sequence[str]) -> list[tuple[int, str]]:
 def by_round(runs: Iterable[Baseline | EndToEnd]) -> dict[tuple[int, int], float]:
     """tasks/s by (workers, round)."""
     return {(run.workers, run.round): run.tasks_per_s for run in runs}
+
+
+def paced_site(report: BenchReport, run: Naive) -> str:
+    """The site whose rate a paced batch of the naive site was held to. Reports from before every site was
+    paced name none: theirs was the first site's."""
+    return run.paced_to or (report.end_to_end[0].site if report.end_to_end else "")
+
+
+def _site_of(report: BenchReport, reference: str, run: Baseline) -> str | None:
+    """Which site a reference batch stands beside: a paced one its own site's, the others every site's (None)."""
+    return paced_site(report, run) if reference == NAIVE_PACED and isinstance(run, Naive) else None
 
 
 def ratios(report: BenchReport, reference: str) -> dict[tuple[str, int], list[float | None]]:
@@ -107,10 +118,12 @@ def cpu_ratios(report: BenchReport, reference: str,
     """Each site's CPU per task (``cost``: every process as measured, or ``at_equal_speed``) over
     ``reference``'s, round by round, as ``ratios`` pairs them. Far steadier than the rates on a shared
     machine: another process's load slows both sides' clocks, but a task still costs the CPU it costs."""
-    theirs = {(run.workers, run.round): cost(run) for run in reference_runs(report, reference)}
+    theirs = {(_site_of(report, reference, run), run.workers, run.round): cost(run)
+              for run in reference_runs(report, reference)}
     out: dict[tuple[str, int], list[float | None]] = {}
     for run in sorted(report.end_to_end, key=lambda e: e.round):
-        ours, other = cost(run), theirs.get((run.workers, run.round))
+        site = run.site if reference == NAIVE_PACED else None
+        ours, other = cost(run), theirs.get((site, run.workers, run.round))
         out.setdefault((run.site, run.workers), []).append(ratio(ours, other) if ours is not None and other else None)
     return out
 

@@ -22,6 +22,8 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+import msgspec
+
 from harness import control, stand, state
 from harness.render import provenance
 from harness.state import SiteRecord, SitesFile
@@ -163,12 +165,17 @@ async def interleaved(state_dir: Path, sites: SitesFile, config: BenchConfig, re
                 with other.phase(f"naive site, round {number}"):
                     report.naive += await asyncio.to_thread(naive, sites, sites.sites[0], round_number=number,
                                                             **references)
-                paces = round_paces(report, sites.sites[0].slug, number)
-                if paces:
-                    log.info("round %d: the naive site at %s's pace", number, sites.sites[0].slug)
-                    with other.phase(f"naive site at {sites.sites[0].slug}'s pace, round {number}"):
-                        report.naive_paced += await asyncio.to_thread(naive, sites, sites.sites[0],
-                                                                      round_number=number, paces=paces, **references)
+                # A task's CPU moves with the rate it runs at, so each site is also set beside the naive
+                # site held to that site's own rate of the round.
+                for site in sites.sites:
+                    paces = round_paces(report, site.slug, number)
+                    if not paces:
+                        continue
+                    log.info("round %d: the naive site at %s's pace", number, site.slug)
+                    with other.phase(f"naive site at {site.slug}'s pace, round {number}"):
+                        held = await asyncio.to_thread(naive, sites, sites.sites[0], round_number=number,
+                                                       paces=paces, **references)
+                    report.naive_paced += [msgspec.structs.replace(run, paced_to=site.slug) for run in held]
             elif what == rounds.BARE:
                 log.info("round %d: the bare actor", number)
                 with other.phase(f"bare actor, round {number}"):

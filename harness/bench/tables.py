@@ -10,7 +10,7 @@ import msgspec
 from . import rounds
 from .cpu import GROUPS
 from .measure import ceiling, ratio
-from .results import Baseline, BenchReport, EndToEnd
+from .results import Baseline, BenchReport, EndToEnd, Naive
 
 
 class CeilingRow(msgspec.Struct, frozen=True):
@@ -162,20 +162,28 @@ def process_ratio_table(report: BenchReport, markdown: bool = False) -> str:
     return table(["site", "workers", *columns, "total"], rows, markdown)
 
 
+def paced_batches(report: BenchReport) -> dict[tuple[str, int], list[Naive]]:
+    """The naive site's paced batches by (the site whose rate they were held to, workers)."""
+    grouped: dict[tuple[str, int], list[Naive]] = {}
+    for run in report.naive_paced:
+        grouped.setdefault((rounds.paced_site(report, run), run.workers), []).append(run)
+    return grouped
+
+
 def paced_table(report: BenchReport, markdown: bool = False) -> str:
-    """The first site against the naive site flat out and held to the site's own rate of the round: CPU
-    per task (every process) of each, medians across rounds, and the two ratios (median of those taken
-    within a round, range). The naive site's paced batches only ever ran at the first site's rates."""
-    first = report.end_to_end[0].site if report.end_to_end else None
+    """Each site against the naive site flat out and held to that site's own rate of the round: CPU per task
+    (every process) of each, medians across rounds, and the two ratios (median of those taken within a
+    round, range). A site the naive site was never held to (a report from before every site was) is left
+    out."""
     flat, paced = rounds.cpu_ratio_spreads(report, rounds.NAIVE), rounds.cpu_ratio_spreads(report, rounds.NAIVE_PACED)
     naive_cpu = {workers: rounds.spread(rounds.total_cpu(run) for run in runs)
                  for (_, workers), runs in batches(report.naive).items()}
-    paced_runs = batches(report.naive_paced)
+    paced_runs = paced_batches(report)
     rows = []
     for (site, workers), runs in batches(report.end_to_end).items():
-        if site != first or ("", workers) not in paced_runs:
+        if (site, workers) not in paced_runs:
             continue
-        held = paced_runs[("", workers)]
+        held = paced_runs[(site, workers)]
         rows.append([site, workers, len(runs), rounds.rate_spreads(runs)[workers].median,
                      rounds.rate_spreads(held)[workers].median,
                      rounds.spread(rounds.total_cpu(run) for run in runs).median,
@@ -202,8 +210,9 @@ def sections(report: BenchReport, markdown: bool = False) -> list[tuple[str, str
               b.latency.p99, 1.0, b.unit_ms] for b in report.baseline]
     rows += [["naive site", "-", n.workers, n.round, n.tasks, n.tasks_per_s, n.latency.p50, n.latency.p95,
               n.latency.p99, vs_bare(n), n.unit_ms] for n in report.naive]
-    rows += [[f"naive site at {n.pace:.0f}/s", "-", n.workers, n.round, n.tasks, n.tasks_per_s, n.latency.p50,
-              n.latency.p95, n.latency.p99, vs_bare(n), n.unit_ms] for n in report.naive_paced]
+    rows += [[f"naive site at {rounds.paced_site(report, n)}'s {n.pace:.0f}/s", "-", n.workers, n.round, n.tasks,
+              n.tasks_per_s, n.latency.p50, n.latency.p95, n.latency.p99, vs_bare(n), n.unit_ms]
+             for n in report.naive_paced]
     if rows:
         out.append((f"End to end, submit -> succeeded ({config.concurrency} in flight, batches of at least "
                     f"{config.tasks} tasks and {config.batch_seconds:g} s, {config.rounds} interleaved rounds)",
@@ -218,7 +227,7 @@ def sections(report: BenchReport, markdown: bool = False) -> list[tuple[str, str
         out.append(("Ours / naive site by process: CPU per task, the median of the ratios taken within a round "
                     "(range)", process_ratio_table(report, markdown)))
     if report.end_to_end and report.naive_paced:
-        out.append(("The naive site held to the first site's rate of each round: CPU per task (every process), "
+        out.append(("The naive site held to each site's rate of each round: CPU per task (every process), "
                     "medians across rounds, and ours / naive flat out and paced (median of the ratios taken "
                     "within a round, range)", paced_table(report, markdown)))
     if report.end_to_end or report.baseline or report.naive:
@@ -228,8 +237,8 @@ def sections(report: BenchReport, markdown: bool = False) -> list[tuple[str, str
                  for (_, workers), group in batches(report.baseline).items()]
         runs += [(f"naive site {workers}w", rounds.median_cpu(group))
                  for (_, workers), group in batches(report.naive).items()]
-        runs += [(f"naive paced {workers}w", rounds.median_cpu(group))
-                 for (_, workers), group in batches(report.naive_paced).items()]
+        runs += [(f"naive at {site}'s pace {workers}w", rounds.median_cpu(group))
+                 for (site, workers), group in paced_batches(report).items()]
         columns = [g for g in GROUPS if any(g in used for _, used in runs)]
         if columns:
             out.append(("CPU per task by process, ms, median across rounds (the profile across processes)", table(
