@@ -65,11 +65,6 @@ def paced_site(report: BenchReport, run: Naive) -> str:
     return run.paced_to or (report.end_to_end[0].site if report.end_to_end else "")
 
 
-def _site_of(report: BenchReport, reference: str, run: Baseline) -> str | None:
-    """Which site a reference batch stands beside: a paced one its own site's, the others every site's (None)."""
-    return paced_site(report, run) if reference == NAIVE_PACED and isinstance(run, Naive) else None
-
-
 def ratios(report: BenchReport, reference: str) -> dict[tuple[str, int], list[float | None]]:
     """Each site's tasks/s over ``reference``'s (``naive`` or ``bare``) at the same worker count, round by
     round: {(site, workers): [ratio of round 1, round 2, …]} (None where that round lacks the reference)."""
@@ -118,12 +113,13 @@ def cpu_ratios(report: BenchReport, reference: str,
     """Each site's CPU per task (``cost``: every process as measured, or ``at_equal_speed``) over
     ``reference``'s, round by round, as ``ratios`` pairs them. Far steadier than the rates on a shared
     machine: another process's load slows both sides' clocks, but a task still costs the CPU it costs."""
-    theirs = {(_site_of(report, reference, run), run.workers, run.round): cost(run)
+    # A paced batch stands beside the one site it was held to; the other references beside every site (None).
+    paced = reference == NAIVE_PACED
+    theirs = {(paced_site(report, run) if paced else None, run.workers, run.round): cost(run)
               for run in reference_runs(report, reference)}
     out: dict[tuple[str, int], list[float | None]] = {}
     for run in sorted(report.end_to_end, key=lambda e: e.round):
-        site = run.site if reference == NAIVE_PACED else None
-        ours, other = cost(run), theirs.get((site, run.workers, run.round))
+        ours, other = cost(run), theirs.get((run.site if paced else None, run.workers, run.round))
         out.setdefault((run.site, run.workers), []).append(ratio(ours, other) if ours is not None and other else None)
     return out
 
