@@ -8,6 +8,7 @@ environment (it holds the site's SECRET_KEY) is kept beside it in
 
 from __future__ import annotations
 
+import argparse
 import os
 import tomllib
 from pathlib import Path
@@ -135,11 +136,23 @@ def site_folder(state_dir: Path, slug: str) -> Path:
     return Path(state_dir) / "sites" / slug
 
 
+def _no_state(path: Path) -> str:
+    return f"{path}: no harness state here (run `up` first)"
+
+
 def load(state_dir: Path) -> SitesFile:
     path = sites_path(state_dir)
     if not path.exists():
-        raise FileNotFoundError(f"{path}: no harness state here (run `up` first)")
+        raise FileNotFoundError(_no_state(path))
     return msgspec.json.decode(path.read_bytes(), type=SitesFile)
+
+
+def run_folder(text: str) -> Path:
+    """``--state`` of a command that reads a run (argparse ``type``): a folder without one is a usage error."""
+    folder = Path(text)
+    if not sites_path(folder).exists():
+        raise argparse.ArgumentTypeError(_no_state(sites_path(folder)))
+    return folder
 
 
 def save(state_dir: Path, sites: SitesFile) -> None:

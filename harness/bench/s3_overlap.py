@@ -121,17 +121,15 @@ async def run(state_dir: Path, sites: SitesFile, pairs: int, in_flight: list[int
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m harness.bench.s3_overlap")
-    parser.add_argument("--state", type=Path, required=True, help="a run's state folder (harness up)")
+    parser.add_argument("--state", type=state.run_folder, required=True,
+                        help="a run's state folder (harness up)")
     parser.add_argument("--pairs", type=int, default=1500, help="GET+PUT pairs a batch")
     parser.add_argument("--in-flight", type=int, nargs="+", default=[1, 2, 4, 8])
     parser.add_argument("--rounds", type=int, default=2, help="each key and number in flight, interleaved")
     args = parser.parse_args(argv)
     if args.pairs < 1 or args.rounds < 1 or min(args.in_flight) < 1:
         parser.error("--pairs, --rounds and --in-flight must be at least 1")
-    try:
-        sites = state.load(args.state)
-    except FileNotFoundError as error:
-        parser.error(str(error))
+    sites = state.load(args.state)
     print(table(asyncio.run(run(args.state, sites, args.pairs, args.in_flight, args.rounds))))
     return 0
 

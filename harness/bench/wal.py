@@ -25,7 +25,6 @@ import asyncio
 import re
 import sys
 from collections import Counter
-from pathlib import Path
 
 import asyncpg
 import msgspec
@@ -199,16 +198,14 @@ async def run(sites: SitesFile, tasks: int) -> WalAnatomy:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m harness.bench.wal")
-    parser.add_argument("--state", type=Path, required=True, help="a run's state folder (harness up)")
+    parser.add_argument("--state", type=state.run_folder, required=True,
+                        help="a run's state folder (harness up)")
     parser.add_argument("--tasks", type=int, default=1000, help="tasks in the batch read")
     parser.add_argument("--top", type=int, default=40, help="rows of the table, most first")
     args = parser.parse_args(argv)
     if args.tasks < 1 or args.top < 1:
         parser.error("--tasks and --top must be at least 1")
-    try:
-        sites = state.load(args.state)
-    except FileNotFoundError as error:
-        parser.error(str(error))
+    sites = state.load(args.state)
     found = asyncio.run(run(sites, args.tasks))
     if found.not_counted:
         raise SystemExit(f"not counted: {found.not_counted}")
