@@ -29,13 +29,15 @@ from . import services
 from .identifiers import quote_ident
 from .state import ISOLATED, Services
 
-# What Dramatiq's Redis broker (its Lua dispatch script included) and the site's readiness check run.
+# What Dramatiq's Redis broker (its Lua dispatch script included), the task queue's wake-ups (PUBLISH and
+# SUBSCRIBE on channels inside the namespace) and the site's readiness check run.
 # KEYS is among them: Dramatiq's maintenance lists its own dead workers' acks with it, and an ACL cannot
 # narrow KEYS to a pattern, so a site can list (never read or write) the key names of another site.
 # (redis-py's CLIENT SETINFO on connect may be refused: it ignores that, and Redis 7.0 has no such command.)
 REDIS_SITE_COMMANDS = (
     "ping", "evalsha", "script|load", "zadd", "zrangebyscore", "zrem", "smembers", "sadd",
     "srem", "scard", "hexists", "hset", "hget", "hmget", "hdel", "hlen", "rpush", "lpop", "del", "keys",
+    "publish", "subscribe",
 )
 GRANT_TIMEOUT = 30.0
 _S3_CONFIG = threading.Lock()
@@ -145,7 +147,8 @@ def _grant_redis(admin_url: str, user: str, password: str) -> tuple[str, str]:
     try:
         try:
             client.execute_command("ACL", "SETUSER", user, "reset", "on", f">{password}", f"~{user}", f"~{user}:*",
-                                   "resetchannels", "-@all", *(f"+{command}" for command in REDIS_SITE_COMMANDS))
+                                   "resetchannels", f"&{user}:*", "-@all",
+                                   *(f"+{command}" for command in REDIS_SITE_COMMANDS))
         except redis.ResponseError:
             return admin_url, "shared: the broker refused to create a user for the site (ACL SETUSER)"
         with contextlib.suppress(redis.ResponseError):  # a server without an ACL file keeps users in memory

@@ -191,21 +191,31 @@ def test_a_site_cannot_reach_another_sites_broker_keys(run: SitesFile, state_dir
         import redis
 
         client = redis.Redis.from_url(url)
+        listener = client.pubsub()
+
+        def listen(channel: str) -> None:
+            listener.subscribe(channel)
+            listener.get_message(timeout=5)  # a refusal comes back as the subscription's reply
+
+        theirs = f"{b.broker_namespace}:{b.task_queue}.wake"  # where b's senders wake b's worker
         try:
             client.ping()
             refused = []
             for name, call in (("write", lambda: client.set(f"{b.broker_namespace}:probe", 1)),
                                ("read", lambda: client.lrange(f"{b.broker_namespace}:{b.task_queue}", 0, 0)),
                                ("scan names", lambda: list(client.scan_iter(match=f"{b.broker_namespace}:*"))),
-                               ("server settings", lambda: client.config_get("dir"))):
+                               ("server settings", lambda: client.config_get("dir")),
+                               ("publish", lambda: client.publish(theirs, b"")),
+                               ("subscribe", lambda: listen(theirs))):
                 try:
                     call()
                 except redis.exceptions.NoPermissionError:
                     refused.append(name)
             # KEYS stays allowed (Dramatiq's maintenance runs it; an ACL cannot narrow it to a pattern): another
             # site's key names can be listed, never their values — docs/operations.md says so.
-            assert refused == ["write", "read", "scan names", "server settings"]
+            assert refused == ["write", "read", "scan names", "server settings", "publish", "subscribe"]
         finally:
+            listener.close()
             client.close()
     else:
         import pika

@@ -57,8 +57,11 @@ def test_an_embedded_site_gets_its_own_keys_and_every_service_says_isolated(run:
     client = redis.Redis.from_url(grant.broker_url)
     try:
         client.hset(f"{name}:q.msgs", "m", "x")  # its own namespace: yes
+        client.publish(f"{name}:q.wake", b"")  # its own channels too (the task queue's wake-ups)
         with pytest.raises(redis.exceptions.NoPermissionError):
             client.hset("another_site:q.msgs", "m", "x")
+        with pytest.raises(redis.exceptions.NoPermissionError):
+            client.publish("another_site:q.wake", b"")
     finally:
         client.close()
     assert privilege.revoke_site(run, database=name, namespace=name) == [
