@@ -52,10 +52,10 @@ class SiteRedisBroker(RedisBroker):
             return
         try:
             self.client.publish(self.wake_channel, b"")
-        except redis.exceptions.NoPermissionError:
+        except redis.ResponseError as refused:  # NOPERM: a broker user from before the wake-ups
             self._may_publish = False
-            log.warning("the broker user may not publish to %s; the worker polls %s instead",
-                        self.wake_channel, self.task_queue)
+            log.warning("the broker refused to publish to %s (%s); the worker polls %s instead",
+                        self.wake_channel, type(refused).__name__, self.task_queue)
         except redis.RedisError as error:
             log.warning("wake-up for %s not published (%s); the worker polls", self.task_queue, type(error).__name__)
 

@@ -12,9 +12,9 @@ ms, doubling up to its idle bound, and two cases pay for it:
   first acknowledgement the next message waits out a sleep of up to the idle bound. This
   consumer waits for an acknowledgement instead, and a busy spell is not counted as idle.
 
-Alone, the channel is a convenience: wake-ups are not stored, and the backoff polls as before. A
-broker user that may not subscribe (an ACL from before the channel; docs/operations.md) is
-logged once and the consumer polls.
+The channel is a shortcut, never the only way: wake-ups are not stored, and the backoff still
+polls. A broker user that may not subscribe (an ACL from before the channel; docs/operations.md)
+is logged once and the consumer polls.
 """
 
 from __future__ import annotations
@@ -39,38 +39,51 @@ def wake_channel(namespace: str, queue_name: str) -> str:
 
 
 class TaskConsumer(_RedisConsumer):
-    """Dramatiq's Redis consumer (its message cache, acks and decoding) with waits that end early."""
+    """Dramatiq's Redis consumer (its message cache, acks and decoding) with waits that end early.
+
+    Trouble on the wake-up channel's own connection (a dropped socket, a refused subscription) never
+    stops the consumer: it polls meanwhile and subscribes again at its next wait. A broker that is
+    out of reach fails the fetch, as with Dramatiq's own consumer.
+    """
 
     def __init__(self, broker: RedisBroker, queue_name: str, prefetch: int, timeout: int, channel: str) -> None:
         super().__init__(broker, queue_name, prefetch, timeout)
         self._room = threading.Event()  # set by each acknowledgement
-        self._wake = self._subscribe(channel)
+        self._channel = channel
+        self._may_subscribe = True
+        self._wake = self._subscribe()
 
-    def _subscribe(self, channel: str) -> redis.client.PubSub | None:
+    def _subscribe(self) -> redis.client.PubSub | None:
         pubsub = self.broker.client.pubsub()
         try:
-            pubsub.subscribe(channel)
+            pubsub.subscribe(self._channel)
             # The reply says whether the subscription holds: a refusal (NOPERM) comes back here.
             reply = pubsub.get_message(timeout=SUBSCRIBE_TIMEOUT_S)
-        except redis.exceptions.NoPermissionError:
+        except redis.ResponseError as refused:
             pubsub.close()
-            log.warning("the broker user may not subscribe to %s; the worker polls %s instead", channel,
-                        self.queue_name)
+            self._may_subscribe = False
+            log.warning("the broker refused the subscription to %s (%s); the worker polls %s instead",
+                        self._channel, type(refused).__name__, self.queue_name)
             return None
-        except redis.ConnectionError as error:
+        except redis.RedisError:
             pubsub.close()
-            raise ConnectionClosed(error) from None
+            return None  # tried again at the next wait
         if reply is None or reply.get("type") != "subscribe":
             pubsub.close()
-            log.warning("no reply to the subscription to %s; the worker polls %s instead", channel, self.queue_name)
             return None
         return pubsub
+
+    def _drop_wake(self) -> None:
+        if self._wake is not None:
+            self._wake.close()
+            self._wake = None
 
     def __next__(self):
         try:
             if not self.message_cache:
                 if self.outstanding_message_count >= self.prefetch:
                     return self._wait_for_room()
+                self._discard_wakes()
                 self.message_cache = self.broker.do_fetch(self.queue_name,
                                                           self.prefetch - self.outstanding_message_count)
                 if not self.message_cache:
@@ -88,15 +101,29 @@ class TaskConsumer(_RedisConsumer):
         if self.outstanding_message_count >= self.prefetch:
             self._room.wait(self.timeout / 1000)
 
-    def _wait_for_message(self, seconds: float) -> None:
-        if self._wake is None:
-            time.sleep(seconds)
-            return
-        if self._wake.get_message(ignore_subscribe_messages=True, timeout=seconds) is not None:
-            # Wake-ups that came meanwhile name messages the next fetch finds anyway: each is
-            # published after its message is in the queue.
-            while self._wake.get_message(ignore_subscribe_messages=True, timeout=0) is not None:
+    def _discard_wakes(self) -> None:
+        """Before a fetch: the wake-ups received so far name messages that fetch finds (each is published
+        after its message is in the queue); left on the connection, each would end a later wait for nothing."""
+        try:
+            while self._wake is not None and self._wake.get_message(ignore_subscribe_messages=True,
+                                                                     timeout=0) is not None:
                 pass
+        except redis.RedisError:
+            self._drop_wake()
+
+    def _wait_for_message(self, seconds: float) -> None:
+        deadline = time.monotonic() + seconds
+        while (left := deadline - time.monotonic()) > 0:
+            if self._wake is None and self._may_subscribe:
+                self._wake = self._subscribe()
+            if self._wake is None:
+                time.sleep(left)
+                return
+            try:
+                self._wake.get_message(ignore_subscribe_messages=True, timeout=left)
+                return  # a wake-up, or the wait is over
+            except redis.RedisError:
+                self._drop_wake()  # the channel's connection only: subscribe again, wait out the rest
 
     def ack(self, message) -> None:
         try:
@@ -111,6 +138,5 @@ class TaskConsumer(_RedisConsumer):
             self._room.set()
 
     def close(self) -> None:
-        if self._wake is not None:
-            self._wake.close()
+        self._drop_wake()
         super().close()
