@@ -190,9 +190,9 @@ def _rabbitmqctl_here(url: str) -> bool:
     return shutil.which("rabbitmqctl") is not None and urlsplit(url).hostname in ("127.0.0.1", "localhost", "::1")
 
 
-def _rabbitmqctl(*args: str) -> None:
-    done = subprocess.run(["rabbitmqctl", "--quiet", *args], capture_output=True, text=True, timeout=60,
-                          check=False)
+def _rabbitmqctl(*args: str, stdin: str | None = None) -> None:
+    done = subprocess.run(["rabbitmqctl", "--quiet", *args], input=stdin, capture_output=True, text=True,
+                          timeout=60, check=False)
     if done.returncode != 0:
         raise PrivilegeError(f"rabbitmqctl {args[0]} failed: {done.stderr.strip()[-200:]}")
 
@@ -207,7 +207,9 @@ def _grant_rabbitmq(admin_url: str, name: str, password: str) -> tuple[str, str]
     _rabbitmqctl("add_vhost", name)
     with contextlib.suppress(PrivilegeError):  # a user left by an earlier run of the same name
         _rabbitmqctl("delete_user", name)
-    _rabbitmqctl("add_user", name, password)
+    # The password on stdin: as an argument it shows in the process list, it is echoed in rabbitmqctl's
+    # errors, and one that begins with "-" (token_urlsafe, one time in 32) is read as an option.
+    _rabbitmqctl("add_user", name, stdin=password)
     _rabbitmqctl("set_permissions", "-p", name, name, ".*", ".*", ".*")
     _rabbitmqctl("set_permissions", "-p", name, admin, ".*", ".*", ".*")  # the harness looks into its queues
     url = _with_credentials(admin_url, name, password, "/" + name)

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import secrets
+import shutil
 import socket
 from collections.abc import Iterator
 from pathlib import Path
 
 import asyncpg
+import pika
 import pytest
 import redis
 
@@ -104,3 +106,17 @@ def test_a_broker_whose_default_user_needs_no_password_is_reported_shared() -> N
     if verdict == ISOLATED:
         pytest.skip("this machine's Redis asks for a password")
     assert verdict == "shared: the broker's default user needs no password"
+
+
+@pytest.mark.skipif(not (answers("127.0.0.1", 5672) and shutil.which("rabbitmqctl")),
+                    reason="no RabbitMQ with rabbitmqctl on this machine")
+def test_a_rabbitmq_site_gets_its_vhost_whatever_its_password_begins_with() -> None:
+    # token_urlsafe begins with "-" one time in 32: rabbitmqctl must never read the password as an option.
+    name = f"g_{secrets.token_hex(4)}"
+    password = "-n" + secrets.token_urlsafe(16)
+    try:
+        url, verdict = privilege._grant_rabbitmq("amqp://guest:guest@127.0.0.1:5672/", name, password)
+        pika.BlockingConnection(pika.URLParameters(url)).close()  # its own vhost, with that password
+    finally:
+        privilege._drop_rabbitmq(name)
+    assert verdict == ISOLATED
