@@ -355,6 +355,50 @@ def test_coming_back_to_the_tab_rechecks(signed_in: SitePage) -> None:
     expect(page.locator(f"#task-list li[data-task-id='{second['id']}']")).to_have_count(1)
 
 
+def test_coming_back_while_the_page_still_checks_checks_again(signed_in: SitePage) -> None:
+    # The page's first check loads the list and the files side by side. Coming back to the tab while
+    # the files are still on their way must not settle for that check: its list was loaded before
+    # the change (a CI run missed a task started from another device this way).
+    page, site = signed_in.page, signed_in.site
+    file = signed_in.upload(b"still checking", "checking.txt")
+    held: list[Route] = []  # the first request only: the ones after it go through
+    page.route("**/api/processors", lambda route: route.continue_() if len(held) else held.append(route))
+    signed_in.goto("/tasks")
+    expect(page.locator("#list-message")).to_have_text("No tasks yet.")  # nothing active: no polling
+    wait_for(lambda: page.evaluate("0") == 0 and len(held) == 1, what="the page to ask for its processors")
+    signed_in.switch_tab("hidden")
+    with SiteClient(site) as other_device:
+        other_device.cookies.set(site.cookie_name, signed_in.session_token())
+        started = other_device.post("/api/tasks", json=submit_body(file["id"])).json()
+    signed_in.switch_tab("visible")
+    held[0].continue_()
+    expect(page.locator(f"#task-list li[data-task-id='{started['id']}']")).to_have_count(1)
+
+
+def test_a_reload_asked_for_while_an_older_one_is_answered_loads_again(signed_in: SitePage) -> None:
+    # The list's poll was answered before a task was started elsewhere; its answer arrives after the
+    # visitor came back to the tab. That answer shows nothing active, so polling stops: the re-check
+    # asked for meanwhile must load the list once more, not take that older answer for its own.
+    page, site = signed_in.page, signed_in.site
+    file = signed_in.upload(b"answered before", "before.txt")
+    held: list[Route] = []  # the first request only: the ones after it go through
+    with faults.refuse_claims(site, signed_in.account["id"]):
+        first = signed_in.api("POST", "/api/tasks", data=submit_body(file["id"])).json()
+        signed_in.goto("/tasks")
+        expect(page.locator(f"#task-list li[data-task-id='{first['id']}']")).to_have_count(1)  # active: polled
+        page.route("**/api/tasks", lambda route: route.continue_() if len(held) else held.append(route))
+        assert signed_in.api("POST", f"/api/tasks/{first['id']}/cancel").json()["status"] == "canceled"
+    wait_for(lambda: page.evaluate("0") == 0 and len(held) == 1, what="the list's next poll")
+    answered = held[0].fetch()  # the task is canceled: nothing active on this answer
+    with SiteClient(site) as other_device:
+        other_device.cookies.set(site.cookie_name, signed_in.session_token())
+        started = other_device.post("/api/tasks", json=submit_body(file["id"], trim=True)).json()
+    signed_in.switch_tab("visible")
+    held[0].fulfill(response=answered)
+    expect(page.locator(f"#task-list li[data-task-id='{first['id']}'] .status")).to_have_text("Canceled")
+    expect(page.locator(f"#task-list li[data-task-id='{started['id']}']")).to_have_count(1)
+
+
 def test_buttons_wait_for_their_scripts(signed_in: SitePage) -> None:
     # Scripts held back (a slow network): the page is on screen but nothing is wired yet, so a press
     # would be lost. The buttons stay disabled until their module has attached its handler.

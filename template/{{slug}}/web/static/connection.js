@@ -12,6 +12,7 @@ const notice = document.getElementById("connection");
 const rechecks = new Set();
 let stale = !navigator.onLine;
 let checking = null;
+let checkAgain = null;
 
 export function onRecheck(handler) {
   rechecks.add(handler);
@@ -61,7 +62,13 @@ export function recheck() {
     return Promise.resolve(false);
   }
   if (checking) {
-    return checking;
+    // The check under way may have loaded what it shows before whatever made this one ask: check again
+    // once it is done (one more, however many ask meanwhile).
+    checkAgain ??= checking.then(() => {
+      checkAgain = null;
+      return recheck();
+    });
+    return checkAgain;
   }
   if (stale) {
     say("Back online. Checking for changes…");

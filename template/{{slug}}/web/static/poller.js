@@ -16,12 +16,19 @@ export class Poller {
     this.status = statusElement;
     this.timer = null;
     this.running = null;
+    this.again = null;
   }
 
   // Load now; resolves true when the view is fresh.
   now() {
     if (this.running) {
-      return this.running;
+      // The load under way may have been answered before whatever made the caller ask: load once
+      // more after it (one more, however many ask meanwhile).
+      this.again ??= this.running.then(() => {
+        this.again = null;
+        return this.now();
+      });
+      return this.again;
     }
     clearTimeout(this.timer);
     this.running = this.load()
