@@ -31,6 +31,9 @@ def normalized_name(input_name: str) -> str:
     # Line ends only shrink (CRLF → LF) and trimming only removes: never longer than the input.
     max_output=OutputBound(times_input=1),
     time_limit_seconds=30,
+    # Linear in the input: 16 KiB takes a fraction of what a thread's hop costs, and stalls the
+    # worker's loop for well under a millisecond (docs/benchmarks.md, fifteenth round).
+    inline_below_bytes=16 * 1024,
 )
 def normalize_text(data: bytes, params: NormalizeParams) -> bytes:
     """Strict UTF-8; CRLF and lone CR become LF; optionally trim trailing spaces and tabs per
