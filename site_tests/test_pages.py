@@ -390,6 +390,7 @@ def test_a_reload_asked_for_while_an_older_one_is_answered_loads_again(signed_in
         assert signed_in.api("POST", f"/api/tasks/{first['id']}/cancel").json()["status"] == "canceled"
     wait_for(lambda: page.evaluate("0") == 0 and len(held) == 1, what="the list's next poll")
     answered = held[0].fetch()  # the task is canceled: nothing active on this answer
+    signed_in.switch_tab("hidden")
     with SiteClient(site) as other_device:
         other_device.cookies.set(site.cookie_name, signed_in.session_token())
         started = other_device.post("/api/tasks", json=submit_body(file["id"], trim=True)).json()

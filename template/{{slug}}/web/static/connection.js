@@ -64,10 +64,11 @@ export function recheck() {
   if (checking) {
     // The check under way may have loaded what it shows before whatever made this one ask: check again
     // once it is done (one more, however many ask meanwhile).
-    checkAgain ??= checking.then(() => {
+    const again = () => {
       checkAgain = null;
       return recheck();
-    });
+    };
+    checkAgain ??= checking.then(again, again);
     return checkAgain;
   }
   if (stale) {
@@ -76,6 +77,9 @@ export function recheck() {
   checking = Promise.all([...rechecks].map((handler) => handler().catch(() => false)))
     .then((results) => {
       const fresh = results.every(Boolean);
+      if (checkAgain) {
+        return fresh; // asked for again meanwhile: the next check says what the page is
+      }
       if (fresh) {
         setStale(false);
         notice.hidden = true;

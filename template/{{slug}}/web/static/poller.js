@@ -24,10 +24,11 @@ export class Poller {
     if (this.running) {
       // The load under way may have been answered before whatever made the caller ask: load once
       // more after it (one more, however many ask meanwhile).
-      this.again ??= this.running.then(() => {
+      const again = () => {
         this.again = null;
         return this.now();
-      });
+      };
+      this.again ??= this.running.then(again, again);
       return this.again;
     }
     clearTimeout(this.timer);
