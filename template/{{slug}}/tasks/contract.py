@@ -181,9 +181,12 @@ def processor(*, name: str, version: int, title: str, params: type[msgspec.Struc
                 f"{where}: time_limit_seconds must be above 0 and at most {MAX_TIME_LIMIT_SECONDS}")
         if any(not (isinstance(kind, type) and issubclass(kind, Exception)) for kind in retry_on):
             raise ProcessorDeclarationError(f"{where}: retry_on must list exception classes")
-        if not (isinstance(inline_below_bytes, int) and 0 <= inline_below_bytes <= MAX_INLINE_BYTES):
+        if not (type(inline_below_bytes) is int and 0 <= inline_below_bytes <= MAX_INLINE_BYTES):
             raise ProcessorDeclarationError(
                 f"{where}: inline_below_bytes must be an integer from 0 to {MAX_INLINE_BYTES}")
+        if inline_below_bytes and inspect.iscoroutinefunction(function):
+            raise ProcessorDeclarationError(f"{where}: inline_below_bytes is for a plain function (an async one "
+                                            "always runs on the event loop)")
         return Processor(name=name, version=version, title=title, params=params, accepts=tuple(accepts),
                          result_type=result_type, result_name=result_name, max_output=max_output,
                          retry_on=tuple(retry_on), time_limit_seconds=float(time_limit_seconds),
