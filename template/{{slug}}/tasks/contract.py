@@ -126,13 +126,14 @@ class Processor:
         function runs on the loop, where its quick work costs less than a thread's hop would.
         """
         try:
-            if inspect.iscoroutinefunction(self.function):
-                output = await asyncio.wait_for(self.function(data, params), self.time_limit_seconds)
-            elif len(data) < self.inline_below_bytes:
+            if len(data) < self.inline_below_bytes:  # a plain function: the declaration says so
                 output = self.function(data, params)
             else:
-                output = await asyncio.wait_for(asyncio.to_thread(self.function, data, params),
-                                                self.time_limit_seconds)
+                if inspect.iscoroutinefunction(self.function):
+                    call = self.function(data, params)
+                else:
+                    call = asyncio.to_thread(self.function, data, params)
+                output = await asyncio.wait_for(call, self.time_limit_seconds)
         except ExecutionFailure:
             raise
         except InputRejected:
