@@ -20,7 +20,7 @@ from harness import KIT_ROOT
 from harness.mailbox import asks_verified, link_of, verification_token, wait_mail
 from harness.state import SiteRecord
 
-from .client import PASSWORD
+from .client import PASSWORD, SiteClient
 
 CHROMIUM = Path(os.environ.get("SITEKIT_CHROMIUM", "/usr/bin/chromium"))
 # Chromium's own calls home are refused on a closed network; these keep it quiet.
@@ -123,6 +123,13 @@ class SitePage:
 
     def session_token(self) -> str:
         return next(c["value"] for c in self.context.cookies(self.site.base_url) if c["name"] == self.site.cookie_name)
+
+    @contextmanager
+    def other_device(self) -> Iterator[SiteClient]:
+        """The same account on another device: an HTTP client holding this tab's session."""
+        with SiteClient(self.site) as client:
+            client.cookies.set(self.site.cookie_name, self.session_token())
+            yield client
 
     def screenshot(self, name: str) -> Path:
         path = ARTIFACTS / "screenshots" / self.site.slug / f"{name}-{self.page.viewport_size['width']}.png"

@@ -318,8 +318,7 @@ def test_offline_disables_actions_and_reconnecting_rechecks(signed_in: SitePage)
         expect(cancel).to_be_disabled()
         expect(page.get_by_role("button", name="Sign out")).to_be_disabled()
         # Meanwhile the task changes on the server, from another device of the same account.
-        with SiteClient(site) as other_device:
-            other_device.cookies.set(site.cookie_name, signed_in.session_token())
+        with signed_in.other_device() as other_device:
             assert other_device.post(f"/api/tasks/{task_id}/cancel").json()["status"] == "canceled"
         expect(page.locator("#status")).not_to_have_text("Canceled")  # offline: nothing is fetched
         page.context.set_offline(False)
@@ -341,15 +340,14 @@ def test_offline_disables_actions_and_reconnecting_rechecks(signed_in: SitePage)
 
 
 def test_coming_back_to_the_tab_rechecks(signed_in: SitePage) -> None:
-    page, site = signed_in.page, signed_in.site
+    page = signed_in.page
     file = signed_in.upload(b"two devices", "devices.txt")
     first = signed_in.api("POST", "/api/tasks", data=submit_body(file["id"])).json()
     signed_in.goto("/tasks")
     expect(page.locator(f"#task-list li[data-task-id='{first['id']}'] .status")).to_have_text("Succeeded")
     # Nothing on the list is active, so it no longer polls; a task started elsewhere shows only on a re-check.
     signed_in.switch_tab("hidden")
-    with SiteClient(site) as other_device:
-        other_device.cookies.set(site.cookie_name, signed_in.session_token())
+    with signed_in.other_device() as other_device:
         second = other_device.post("/api/tasks", json=submit_body(file["id"], trim=True)).json()
     signed_in.switch_tab("visible")
     expect(page.locator(f"#task-list li[data-task-id='{second['id']}']")).to_have_count(1)
@@ -359,7 +357,7 @@ def test_coming_back_while_the_page_still_checks_checks_again(signed_in: SitePag
     # The page's first check loads the list and the files side by side. Coming back to the tab while
     # the files are still on their way must not settle for that check: its list was loaded before
     # the change (a CI run missed a task started from another device this way).
-    page, site = signed_in.page, signed_in.site
+    page = signed_in.page
     file = signed_in.upload(b"still checking", "checking.txt")
     held: list[Route] = []  # the first request only: the ones after it go through
     page.route("**/api/processors", lambda route: route.continue_() if len(held) else held.append(route))
@@ -367,8 +365,7 @@ def test_coming_back_while_the_page_still_checks_checks_again(signed_in: SitePag
     expect(page.locator("#list-message")).to_have_text("No tasks yet.")  # nothing active: no polling
     wait_for(lambda: page.evaluate("0") == 0 and len(held) == 1, what="the page to ask for its processors")
     signed_in.switch_tab("hidden")
-    with SiteClient(site) as other_device:
-        other_device.cookies.set(site.cookie_name, signed_in.session_token())
+    with signed_in.other_device() as other_device:
         started = other_device.post("/api/tasks", json=submit_body(file["id"])).json()
     signed_in.switch_tab("visible")
     held[0].continue_()
@@ -391,8 +388,7 @@ def test_a_reload_asked_for_while_an_older_one_is_answered_loads_again(signed_in
     wait_for(lambda: page.evaluate("0") == 0 and len(held) == 1, what="the list's next poll")
     answered = held[0].fetch()  # the task is canceled: nothing active on this answer
     signed_in.switch_tab("hidden")
-    with SiteClient(site) as other_device:
-        other_device.cookies.set(site.cookie_name, signed_in.session_token())
+    with signed_in.other_device() as other_device:
         started = other_device.post("/api/tasks", json=submit_body(file["id"], trim=True)).json()
     signed_in.switch_tab("visible")
     held[0].fulfill(response=answered)
