@@ -3,6 +3,7 @@ the recovery figures, the report, the options."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import msgspec
@@ -257,3 +258,61 @@ def test_an_alert_counting_events_may_fire_for_its_window_after_the_last_fault()
     assert outage_run.unresolved_findings(still, windows, last_back_at=1000.0, now=1300.0) == [
         "alert SiteDown@alpha still firing 120 s after every task ended"]
     assert len(outage_run.unresolved_findings(still, windows, last_back_at=1000.0, now=1900.0)) == 2
+
+
+class _Alerts:
+    """A Prometheus whose alerts fire as ``firing`` says, poll after poll (the rest as a run's would)."""
+
+    def __init__(self, firing: list[list[str]], windows: dict[str, float]) -> None:
+        self.firing, self.windows, self.polls = firing, windows, 0
+
+    def firing_now(self) -> list[str]:
+        self.polls += 1
+        return self.firing[min(self.polls, len(self.firing)) - 1]
+
+    def firing_between(self, start: float, end: float) -> list[str]:
+        return sorted({name for polled in self.firing for name in polled})
+
+    def rule_names(self) -> list[str]:
+        return sorted(self.windows)
+
+    def rule_windows(self) -> dict[str, float]:
+        return self.windows
+
+
+def _one_fault(back_at: float) -> results.ChaosReport:
+    done = outages.OutageDone(kind="s3-freeze", down=20.0, started_at=back_at - 20, back_at=back_at)
+    return results.ChaosReport(ok=False, seed=1, seconds=10, started_at="", finished_at="", sites=[], plan=[],
+                               outages=[done])
+
+
+def test_the_campaign_does_not_wait_for_an_alert_that_fires_over_its_range_by_design(monkeypatch) -> None:
+    # StorageErrors counts events over 15 minutes: it fires that long after the fault, which no wait shortens.
+    monkeypatch.setattr(outage_run, "RESOLVE_DEADLINE", 5.0)
+    prom = _Alerts([["StorageErrors@alpha"]], {"StorageErrors": 900.0, "SiteDown": 0.0})
+    report = _one_fault(back_at=time.time() - 30)
+    assert outage_run._alerts(report, prom, campaign_end=time.time()) == []
+    assert prom.polls == 1
+    assert report.outages[0].alerts_fired == ["StorageErrors@alpha"]
+    assert report.outages[0].alerts_unresolved == []
+    assert report.outages[0].alerts_within_range == ["StorageErrors@alpha"]
+    report.alert_rules = "1 rule file(s)"
+    assert "alerts fired: StorageErrors@alpha; firing over its range: StorageErrors@alpha" in "\n".join(
+        results.outage_lines(report))
+
+
+def test_the_campaign_waits_for_an_alert_that_must_resolve_and_reports_one_that_does_not(monkeypatch) -> None:
+    monkeypatch.setattr(outage_run, "RESOLVE_DEADLINE", 5.0)
+    windows = {"StorageErrors": 900.0, "SiteDown": 0.0}
+    resolving = _Alerts([["SiteDown@alpha", "StorageErrors@alpha"], ["StorageErrors@alpha"]], windows)
+    report = _one_fault(back_at=time.time() - 30)
+    assert outage_run._alerts(report, resolving, campaign_end=time.time()) == []
+    assert resolving.polls == 2
+    assert report.outages[0].alerts_unresolved == []
+
+    stuck = _Alerts([["SiteDown@alpha"]], windows)
+    report = _one_fault(back_at=time.time() - 30)
+    assert outage_run._alerts(report, stuck, campaign_end=time.time()) == [
+        "alert SiteDown@alpha still firing 5 s after every task ended"]
+    assert stuck.polls >= 5
+    assert report.outages[0].alerts_unresolved == ["SiteDown@alpha"]

@@ -88,6 +88,8 @@ class OutageDone(msgspec.Struct):
     answers: dict[str, int] = msgspec.field(default_factory=dict)  # status → count, from start to drained
     alerts_fired: list[str] = msgspec.field(default_factory=list)
     alerts_unresolved: list[str] = msgspec.field(default_factory=list)
+    # still firing, but counting events over a range that has not passed since the last fault
+    alerts_within_range: list[str] = msgspec.field(default_factory=list)
     error: str | None = None
 
 

@@ -17,6 +17,7 @@ import re
 import shutil
 import signal
 import time
+from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -150,9 +151,10 @@ def _ready(url: str) -> bool:
         return False
 
 
-def wait_resolved(prom: Prometheus, deadline_s: float) -> list[str]:
-    """Poll until no alert fires; returns those still firing at the deadline."""
+def wait_resolved(prom: Prometheus, deadline_s: float, excused: Callable[[str], bool] = lambda name: False,
+                  ) -> list[str]:
+    """Poll until no alert fires but those ``excused``; returns every one firing then, or at the deadline."""
     deadline = time.monotonic() + deadline_s
-    while (firing := prom.firing_now()) and time.monotonic() < deadline:
+    while (firing := prom.firing_now()) and not all(map(excused, firing)) and time.monotonic() < deadline:
         time.sleep(1.0)
     return firing

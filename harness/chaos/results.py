@@ -96,8 +96,10 @@ def outage_lines(report: ChaosReport) -> list[str]:
         if done.error:
             lines.append(f"      error: {done.error}")
         if report.alert_rules and report.alert_rules.endswith("file(s)"):
-            resolved = "all resolved" if not done.alerts_unresolved else \
-                f"NOT resolved: {', '.join(done.alerts_unresolved)}"
+            resolved = "; ".join(
+                [*([f"NOT resolved: {', '.join(done.alerts_unresolved)}"] if done.alerts_unresolved else []),
+                 *([f"firing over its range: {', '.join(done.alerts_within_range)}"]
+                   if done.alerts_within_range else [])]) or "all resolved"
             lines.append(f"      alerts fired: {', '.join(done.alerts_fired) or 'none'}"
                          + (f"; {resolved}" if done.alerts_fired else ""))
     if report.alerts_never_fired:
