@@ -5,16 +5,22 @@ ms, doubling up to its idle bound, and two cases pay for it:
 
 - *The queue is empty.* A message sent during the sleep waits out the rest of it. Every sender on
   this broker publishes a wake-up on the queue's channel after its message is in the queue
-  (``broker.SiteRedisBroker``), so this consumer waits on that channel for at most the same
-  backoff: a message sent while it waits is fetched at once.
+  (``broker.SiteRedisBroker``), so this consumer waits on that channel instead: a message sent while
+  it waits is fetched at once. And the sleeps themselves cost: each one ends in a fetch, a round trip
+  and a script run on the server, that finds the queue as empty as the last one left it (two or
+  three a message at a live pace). The subscription it holds keeps every wake-up published since
+  its last fetch, so after a fetch that took fewer messages than it asked for — the queue was empty
+  then — it fetches again only when woken, or after the idle bound.
 - *Its prefetch is full* (every message it may hold is held by the worker's threads). Dramatiq
   counts that as an empty fetch too: the sleeps grow while the worker is busiest, and after the
   first acknowledgement the next message waits out a sleep of up to the idle bound. This
   consumer waits for an acknowledgement instead, and a busy spell is not counted as idle.
 
-The channel is a shortcut, never the only way: wake-ups are not stored, and the backoff still
-polls. A broker user that may not subscribe (an ACL from before the channel; docs/operations.md)
-is logged once and the consumer polls.
+The channel is a shortcut, never the only way: wake-ups are not stored, and the idle bound still
+polls (a message put back without one — a stopped worker's prefetch, a dead worker's messages
+Dramatiq's maintenance re-enqueues, a wake-up the sender could not publish — waits at most that).
+A consumer without a subscription polls with Dramatiq's backoff: a broker user that may not
+subscribe (an ACL from before the channel; docs/operations.md) is logged once and polls.
 """
 
 from __future__ import annotations
@@ -52,6 +58,7 @@ class TaskConsumer(_RedisConsumer):
         self._channel = channel
         self._may_subscribe = True
         self._wake = self._subscribe()
+        self._emptied = False  # the last fetch took fewer messages than it asked for
 
     def _subscribe(self) -> redis.client.PubSub | None:
         pubsub = self.broker.client.pubsub()
@@ -83,12 +90,20 @@ class TaskConsumer(_RedisConsumer):
             if not self.message_cache:
                 if self.outstanding_message_count >= self.prefetch:
                     return self._wait_for_room()
+                if self._emptied and self._wake is not None:
+                    # The queue was empty at the last fetch; each message sent since has a wake-up held here.
+                    self._emptied = False
+                    self._wait_for_message(self.timeout / 1000)
+                    return None
                 self._discard_wakes()
-                self.message_cache = self.broker.do_fetch(self.queue_name,
-                                                          self.prefetch - self.outstanding_message_count)
+                wanted = self.prefetch - self.outstanding_message_count
+                self.message_cache = self.broker.do_fetch(self.queue_name, wanted)
+                self._emptied = len(self.message_cache) < wanted
                 if not self.message_cache:
                     self.misses, backoff_ms = compute_backoff(self.misses, max_backoff=self.timeout)
-                    self._wait_for_message(backoff_ms / 1000)
+                    # Subscribed, the queue announces its next message: no poll finds it sooner.
+                    self._wait_for_message(self.timeout / 1000 if self._wake is not None else backoff_ms / 1000)
+                    self._emptied = False
                     return None
         except redis.ConnectionError as error:
             raise ConnectionClosed(error) from None
@@ -116,6 +131,8 @@ class TaskConsumer(_RedisConsumer):
         while (left := deadline - time.monotonic()) > 0:
             if self._wake is None and self._may_subscribe:
                 self._wake = self._subscribe()
+                if self._wake is not None:
+                    return  # a new subscription holds no wake-up sent before it: fetch what came meanwhile
             if self._wake is None:
                 time.sleep(left)
                 return
@@ -123,7 +140,7 @@ class TaskConsumer(_RedisConsumer):
                 self._wake.get_message(ignore_subscribe_messages=True, timeout=left)
                 return  # a wake-up, or the wait is over
             except redis.RedisError:
-                self._drop_wake()  # the channel's connection only: subscribe again, wait out the rest
+                self._drop_wake()  # the channel's connection only: subscribe again
 
     def ack(self, message) -> None:
         try:
