@@ -132,7 +132,11 @@ class TaskConsumer(_RedisConsumer):
             if self._wake is None and self._may_subscribe:
                 self._wake = self._subscribe()
                 if self._wake is not None:
-                    return  # a new subscription holds no wake-up sent before it: fetch what came meanwhile
+                    # A new subscription holds no wake-up sent before it: look again after Dramatiq's backoff
+                    # (it grows with each empty fetch, so a channel that fails every read is not a busy loop).
+                    _, backoff_ms = compute_backoff(self.misses, max_backoff=self.timeout)
+                    deadline = min(deadline, time.monotonic() + backoff_ms / 1000)
+                    continue
             if self._wake is None:
                 time.sleep(left)
                 return
