@@ -119,31 +119,35 @@ def _alerts(report: ChaosReport, prom: prometheus.Prometheus, campaign_end: floa
     """Which alerts fired in each fault's window (its start to the next one's); which still fire."""
     windows = prom.rule_windows()
     last_back_at = max((d.back_at or 0.0 for d in report.outages), default=0.0)
-
-    def within_range(name: str) -> bool:
-        return not unresolved_findings([name], windows, last_back_at, time.time())
-
     # Only the alerts that must resolve are waited for: one counting events over a range fires for it by
     # design (StorageErrors for 15 minutes after an s3-freeze), and waiting the deadline out changed nothing.
-    still = prometheus.wait_resolved(prom, RESOLVE_DEADLINE, excused=within_range)
+    still = prometheus.wait_resolved(
+        prom, RESOLVE_DEADLINE, excused=lambda name: within_range(name, windows, last_back_at, time.time()))
+    now = time.time()
+    lasting = {name for name in still if within_range(name, windows, last_back_at, now)}
     fired: set[str] = set()
     for index, done in enumerate(report.outages):
         if done.started_at is None:
             continue
         following = [later.started_at for later in report.outages[index + 1:] if later.started_at]
         done.alerts_fired = prom.firing_between(done.started_at, min([*following, campaign_end]))
-        done.alerts_unresolved = [name for name in done.alerts_fired if name in still and not within_range(name)]
-        done.alerts_within_range = [name for name in done.alerts_fired if name in still and within_range(name)]
+        done.alerts_unresolved = [name for name in done.alerts_fired if name in still and name not in lasting]
+        done.alerts_within_range = [name for name in done.alerts_fired if name in lasting]
         fired |= {name.split("@")[0] for name in done.alerts_fired}
     report.alerts_never_fired = sorted(set(prom.rule_names()) - fired)
-    return unresolved_findings(still, windows, last_back_at, time.time())
+    return unresolved_findings(still, windows, last_back_at, now)
+
+
+def within_range(name: str, windows: dict[str, float], last_back_at: float, now: float) -> bool:
+    """Whether alert ``name`` counts events over a range that has not yet passed since the last fault
+    ended (``increase(…[15m])`` fires for 15 minutes by design)."""
+    return now - last_back_at < windows.get(name.split("@")[0], 0.0)
 
 
 def unresolved_findings(still: list[str], windows: dict[str, float], last_back_at: float, now: float) -> list[str]:
-    """An alert still firing is a finding, unless it counts events over a range that has not yet
-    passed since the last fault ended (``increase(…[15m])`` fires for 15 minutes by design)."""
+    """An alert still firing is a finding, unless it is ``within_range``."""
     return [f"alert {name} still firing {RESOLVE_DEADLINE:.0f} s after every task ended" for name in still
-            if now - last_back_at >= windows.get(name.split("@")[0], 0.0)]
+            if not within_range(name, windows, last_back_at, now)]
 
 
 async def _campaign(state_dir: Path, records: list[SiteRecord], report: ChaosReport, seed: int,

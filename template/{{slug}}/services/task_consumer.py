@@ -98,12 +98,11 @@ class TaskConsumer(_RedisConsumer):
                 self._discard_wakes()
                 wanted = self.prefetch - self.outstanding_message_count
                 self.message_cache = self.broker.do_fetch(self.queue_name, wanted)
-                self._emptied = len(self.message_cache) < wanted
+                self._emptied = 0 < len(self.message_cache) < wanted  # an empty fetch waits below
                 if not self.message_cache:
                     self.misses, backoff_ms = compute_backoff(self.misses, max_backoff=self.timeout)
                     # Subscribed, the queue announces its next message: no poll finds it sooner.
                     self._wait_for_message(self.timeout / 1000 if self._wake is not None else backoff_ms / 1000)
-                    self._emptied = False
                     return None
         except redis.ConnectionError as error:
             raise ConnectionClosed(error) from None
