@@ -22,7 +22,7 @@ import dramatiq
 from . import tally
 from .db.pool import create_pool
 from .files.objects import ObjectStore, open_object_store
-from .services.broker import create_broker
+from .services.broker import create_broker, open_sender
 from .settings import Settings
 from .tally import Event
 from .tasks.messages import TaskQueue
@@ -49,7 +49,9 @@ async def open_runtime(settings: Settings, *, pool_size: int = 10,
         objects = await open_object_store(settings, stack, lambda: tally.add_quietly(pool, Event.STORAGE_ERROR))
         if broker is None and (broker := create_broker(settings)) is not None:
             stack.callback(broker.close)
-        queue = TaskQueue(broker, settings.site.task_queue) if broker is not None else None
+        queue = None
+        if broker is not None:
+            queue = TaskQueue(broker, settings.site.task_queue, await stack.enter_async_context(open_sender(broker)))
         yield Runtime(settings=settings, pool=pool, objects=objects, queue=queue)
 
 

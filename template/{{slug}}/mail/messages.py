@@ -3,13 +3,12 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from uuid import UUID
 
 import dramatiq
 
-from ..tasks.messages import SEND_TIMEOUT, TaskQueue
+from ..tasks.messages import TaskQueue
 
 log = logging.getLogger(__name__)
 
@@ -24,7 +23,7 @@ async def notify(queue: TaskQueue | None, mail_id: UUID | None) -> None:
     message = dramatiq.Message(queue_name=queue.queue_name, actor_name=SEND_MAIL_ACTOR, args=(),
                                kwargs={"mailId": str(mail_id)}, options={})
     try:
-        await asyncio.wait_for(asyncio.to_thread(queue.broker.enqueue, message), timeout=SEND_TIMEOUT)
+        await queue.enqueue(message)
     except Exception as error:
         log.warning("mail %s: message not sent (%s); maintenance sends the mail", mail_id, type(error).__name__)
 

@@ -16,6 +16,8 @@ from uuid import UUID
 import dramatiq
 import msgspec
 
+from ..services.broker import AsyncSender
+
 RUN_TASK_ACTOR = "run_task"
 DEAD_LETTER_ACTOR = "dead_letter"
 SEND_TIMEOUT = 10.0
@@ -24,17 +26,24 @@ SEND_TIMEOUT = 10.0
 class TaskQueue:
     """The site's task queue on the site's own broker."""
 
-    def __init__(self, broker: dramatiq.Broker, queue_name: str) -> None:
+    def __init__(self, broker: dramatiq.Broker, queue_name: str, sender: AsyncSender | None = None) -> None:
         self.broker = broker
         self.queue_name = queue_name
+        self.sender = sender  # None: the broker's blocking client, off the loop
 
     async def send(self, task_id: UUID, dispatch_version: int) -> None:
-        """Put one message on the queue (the broker clients are blocking: off the loop)."""
-        message = dramatiq.Message(
+        """Put one task's message on the queue."""
+        await self.enqueue(dramatiq.Message(
             queue_name=self.queue_name, actor_name=RUN_TASK_ACTOR, args=(),
             kwargs={"taskId": str(task_id), "dispatchVersion": dispatch_version}, options={},
-        )
-        await asyncio.wait_for(asyncio.to_thread(self.broker.enqueue, message), timeout=SEND_TIMEOUT)
+        ))
+
+    async def enqueue(self, message: dramatiq.Message) -> None:
+        async with asyncio.timeout(SEND_TIMEOUT):
+            if self.sender is not None:
+                await self.sender.enqueue(message)
+            else:
+                await asyncio.to_thread(self.broker.enqueue, message)
 
 
 def parse_task_message(kwargs: dict) -> tuple[UUID, int] | None:
