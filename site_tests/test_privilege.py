@@ -201,7 +201,11 @@ def test_a_site_cannot_reach_another_sites_broker_keys(run: SitesFile, state_dir
         try:
             client.ping()
             refused = []
+            # A script is checked against the keys it declares (the senders put messages in with one).
+            pusher = client.script_load("return redis.call('rpush', KEYS[1], 'probe')")
             for name, call in (("write", lambda: client.set(f"{b.broker_namespace}:probe", 1)),
+                               ("write by script",
+                                lambda: client.evalsha(pusher, 1, f"{b.broker_namespace}:{b.task_queue}")),
                                ("read", lambda: client.lrange(f"{b.broker_namespace}:{b.task_queue}", 0, 0)),
                                ("scan names", lambda: list(client.scan_iter(match=f"{b.broker_namespace}:*"))),
                                ("server settings", lambda: client.config_get("dir")),
@@ -213,7 +217,8 @@ def test_a_site_cannot_reach_another_sites_broker_keys(run: SitesFile, state_dir
                     refused.append(name)
             # KEYS stays allowed (Dramatiq's maintenance runs it; an ACL cannot narrow it to a pattern): another
             # site's key names can be listed, never their values — docs/operations.md says so.
-            assert refused == ["write", "read", "scan names", "server settings", "publish", "subscribe"]
+            assert refused == ["write", "write by script", "read", "scan names", "server settings", "publish",
+                               "subscribe"]
         finally:
             listener.close()
             client.close()

@@ -31,6 +31,7 @@ log = logging.getLogger(__name__)
 TASK_QUEUE_IDLE_MS = 100
 SOCKET_TIMEOUT_S = 10
 CONNECT_TIMEOUT_S = 5
+SENDER_CONNECTIONS = 8
 
 
 # A message put in a queue as Dramatiq's dispatch script puts it (dispatch.lua: the id on the queue's list,
@@ -60,7 +61,11 @@ class SiteRedisBroker(RedisBroker):
     """
 
     def __init__(self, *, task_queue: str, url: str, **options) -> None:
-        super().__init__(url=url, **options)
+        # Dramatiq builds its pool from the URL alone, and redis-py ignores socket options beside a pool:
+        # the site's timeouts are given to the pool itself.
+        pool = redis.ConnectionPool.from_url(url, socket_timeout=SOCKET_TIMEOUT_S,
+                                             socket_connect_timeout=CONNECT_TIMEOUT_S)
+        super().__init__(client=redis.Redis.from_pool(pool), **options)
         self.url = url
         self.task_queue = task_queue
         self.wake_channel = wake_channel(self.namespace, task_queue)
@@ -125,9 +130,12 @@ async def open_sender(broker: dramatiq.Broker) -> AsyncIterator[AsyncSender | No
     if not isinstance(broker, SiteRedisBroker):
         yield None
         return
-    # It connects at its first send: a process that never sends opens nothing.
-    client = redis.asyncio.Redis.from_url(broker.url, socket_timeout=SOCKET_TIMEOUT_S,
-                                          socket_connect_timeout=CONNECT_TIMEOUT_S)
+    # It connects at its first send: a process that never sends opens nothing. A send waits for one of a
+    # few connections (bounded by its caller's timeout) rather than opening one more while the server
+    # stalls: the default pool fails a send outright at its hundredth and keeps every one it opened.
+    client = redis.asyncio.Redis.from_pool(redis.asyncio.BlockingConnectionPool.from_url(
+        broker.url, max_connections=SENDER_CONNECTIONS, timeout=None, socket_timeout=SOCKET_TIMEOUT_S,
+        socket_connect_timeout=CONNECT_TIMEOUT_S))
     try:
         yield AsyncSender(broker, client)
     finally:
@@ -146,8 +154,6 @@ def create_broker(settings: Settings) -> dramatiq.Broker | None:
             task_queue=settings.site.task_queue,
             url=url,
             namespace=settings.site.broker_namespace,
-            socket_timeout=SOCKET_TIMEOUT_S,
-            socket_connect_timeout=CONNECT_TIMEOUT_S,
         )
     else:
         broker = RabbitmqBroker(url=url, confirm_delivery=True)
