@@ -111,7 +111,7 @@ def test_each_script_makes_its_tasks_and_each_run_starts_from_the_same_tables(se
 
 def test_the_floor_runs_each_script_every_round_and_leaves_nothing(server: tuple[str, int], tmp_path: Path) -> None:
     url, pid = server
-    pace = floor.Pace(clients=2, rate=40)
+    pace = floor.Pace(clients=2, rate=10)
     measured = asyncio.run(floor.measure(url, pid, "floor_site", MIGRATIONS, floor.subject_for("p", INPUT, accounts=2),
                                          site="floor", rounds=2, seconds=1, scripts_dir=tmp_path / "scripts",
                                          pace=pace))
@@ -119,12 +119,14 @@ def test_the_floor_runs_each_script_every_round_and_leaves_nothing(server: tuple
     # Every script ran in both rounds, in alternating order, one client flat out and then two at the pace;
     # each run's CPU was read on the server.
     assert [(r.round, r.clients, r.rate, r.script) for r in measured.runs] == [
-        *((1, 1, 0, name) for name in floor.SCRIPTS), *((1, 2, 40, name) for name in floor.SCRIPTS),
-        *((2, 1, 0, name) for name in reversed(floor.SCRIPTS)), *((2, 2, 40, name) for name in reversed(floor.SCRIPTS))]
+        *((1, 1, 0, name) for name in floor.SCRIPTS), *((1, 2, 10, name) for name in floor.SCRIPTS),
+        *((2, 1, 0, name) for name in reversed(floor.SCRIPTS)), *((2, 2, 10, name) for name in reversed(floor.SCRIPTS))]
     assert all(r.tasks > 0 and r.ms_per_task > 0 for r in measured.runs), measured.runs
-    # The paced runs were held to 40 tasks in their second; flat out, one client makes far more.
+    # The paced runs were held to about 10 tasks in their second (pgbench schedules them as a Poisson process,
+    # so 25 is out of reach); flat out, one client makes far more even on a loaded machine (50 at the least seen
+    # in CI, beside the other test worker).
     paced = [r.tasks for r in measured.runs if r.rate]
-    assert max(paced) <= 60 < min(r.tasks for r in measured.runs if not r.rate), measured.runs
+    assert max(paced) <= 25 < min(r.tasks for r in measured.runs if not r.rate), measured.runs
     assert "floor_site" not in _databases(url)
     assert sorted(p.name for p in (tmp_path / "scripts").iterdir()) == sorted(f"{n}.sql" for n in floor.SCRIPTS)
 
