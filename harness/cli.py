@@ -115,6 +115,32 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return 0 if all(not api.problems for api in result.api) else 1
 
 
+def cmd_bench_paired(args: argparse.Namespace) -> int:
+    from .bench import paired
+    from .bench.measure import BenchError
+
+    state_dir = Path(args.state)
+    if not (state_dir / "sites.json").exists():
+        print(f"bench-paired: {state_dir}: no sites (stand them up with `up --state {state_dir}`)", file=sys.stderr)
+        return 2
+    if args.pairs < 1 or args.seconds <= 0 or args.concurrency < 1 or min(args.worker_counts) < 1:
+        print("bench-paired: --pairs, --seconds, --concurrency and --workers must be positive", file=sys.stderr)
+        return 2
+    results = []
+    try:
+        for workers in args.worker_counts:
+            results.append(paired.measure(state_dir, args.slug, workers=workers, pairs=args.pairs, seconds=args.seconds,
+                                          concurrency=args.concurrency, logs=state_dir / "bench-paired"))
+            print(paired.text(results[-1:]), end="", flush=True)
+    except BenchError as error:
+        print(f"bench-paired: {error}", file=sys.stderr)
+        return 1
+    finally:
+        if args.json and results:
+            Path(args.json).write_bytes(msgspec.json.format(msgspec.json.encode(results)))
+    return 0
+
+
 def cmd_bench_compare(args: argparse.Namespace) -> int:
     from .bench import compare
     from .bench.measure import BenchError
@@ -296,6 +322,18 @@ def build_parser() -> argparse.ArgumentParser:
                           help="one or more pairs of `bench --json` files, each before then after")
     compared.add_argument("--plot", default=None, metavar="PNG", help="also draw the pairs into PNG")
     compared.set_defaults(handler=cmd_bench_compare)
+
+    pairs = commands.add_parser("bench-paired", help="a stood-up site and the naive site in alternating slices: "
+                                                     "their CPU a task, within pairs the machine's drift moves less")
+    pairs.add_argument("--state", required=True, help="the state folder of `up`")
+    pairs.add_argument("--site", required=True, dest="slug", help="the site's slug")
+    pairs.add_argument("--workers", type=int, nargs="+", default=[1, 2], dest="worker_counts",
+                       help="worker processes of each side")
+    pairs.add_argument("--pairs", type=int, default=8, help="pairs of slices, the order swapped each pair")
+    pairs.add_argument("--seconds", type=float, default=6.0, help="each slice goes on starting tasks this long")
+    pairs.add_argument("--concurrency", type=int, default=8, help="tasks in flight on each side")
+    pairs.add_argument("--json", default=None, metavar="OUT", help="also write the measurements as JSON to OUT")
+    pairs.set_defaults(handler=cmd_bench_paired)
 
     chaos = commands.add_parser("chaos", help="fault campaign: steady load while processes are SIGKILLed, "
                                               "then stuck work settled and the books checked")

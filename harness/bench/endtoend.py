@@ -29,7 +29,7 @@ def database_name(site: SiteRecord) -> str:
     return urlsplit(site.database_url).path.lstrip("/")
 
 
-async def _check_results(conn: asyncpg.Connection, jobs: list[UUID], accounts: list[Account]) -> None:
+async def check_results(conn: asyncpg.Connection, jobs: list[UUID], accounts: list[Account]) -> None:
     expected = {UUID(a.id): hashlib.sha256(normalized(a.data)).digest() for a in accounts}
     rows = await conn.fetch(
         "SELECT t.id, t.owner_id, f.sha256 FROM task t JOIN file f ON f.id = t.result_file_id "
@@ -83,7 +83,7 @@ async def end_to_end(site: SiteRecord, accounts: list[Account], *, tasks: int, w
             cleanup = await cpu.used_by(groups, vacuum.own())
             after = {name: after[name] + cleanup[name] for name in after}
         used = cpu.per_task(before, after, done)
-        await _check_results(conn, batch.jobs, accounts)
+        await check_results(conn, batch.jobs, accounts)
     finally:
         await conn.close()
         if server:

@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
 from pathlib import Path
 from uuid import UUID
 
 import asyncpg
 import httpx
+import msgspec
 
 from harness import KIT_ROOT, processes, services
 from harness.state import SiteRecord, SitesFile
@@ -35,6 +37,15 @@ from .reference import Command, Jobs, per_worker_count, put_inputs, running, scr
 from .results import Naive
 
 MODULE = "harness.bench.naive_site"
+
+
+class Stood(msgspec.Struct, frozen=True):
+    """The naive site with its web process up: how to drive it, and how to start its workers."""
+
+    jobs: Jobs
+    web_pids: list[int]
+    environ: dict[str, str]
+    worker: Command
 
 
 def naive(sites: SitesFile, via: SiteRecord, *, tasks: int, concurrency: int, workers: tuple[int, ...],
@@ -64,9 +75,13 @@ async def _check_results(config: Config, jobs: list[UUID], client_of: dict[UUID,
         raise BenchError(f"the naive site's results: {missing} of {len(jobs)} missing, {wrong} with wrong bytes")
 
 
-async def _measure(config: Config, python: str, tasks: int, concurrency: int, workers: tuple[int, ...],
-                   logs: Path, shared: cpu.Groups, seconds: float, round_number: int,
-                   vacuumed: vacuum.Vacuum | None, paces: Mapping[int, float] | None) -> list[Naive]:
+def worker_command(python: str) -> Command:
+    return Command(name="naive-worker", argv=[python, "-m", MODULE, "worker"], ready=naive_site.WORKER_READY)
+
+
+@asynccontextmanager
+async def stood(config: Config, python: str, concurrency: int, logs: Path) -> AsyncIterator[Stood]:
+    """The naive site's table, its clients' inputs and its web process; its workers are the caller's to start."""
     file_ids = [uuid.uuid4() for _ in range(concurrency)]
     await put_inputs(config, [naive_site.input_key(file_id) for file_id in file_ids])
     environ = {**config.environ(), "PYTHONPATH": str(KIT_ROOT)}  # the site's interpreter, the kit's module
@@ -91,12 +106,17 @@ async def _measure(config: Config, python: str, tasks: int, concurrency: int, wo
             async def check(jobs: list[UUID]) -> None:
                 await _check_results(config, jobs, client_of)
 
-            worker = Command(name="naive-worker", argv=[python, "-m", MODULE, "worker"],
-                             ready=naive_site.WORKER_READY)
-            return await per_worker_count(Naive, Jobs(start, conn, TASKS_FINISHED, check), worker, counts=workers,
-                                          tasks=tasks, concurrency=concurrency, environ=environ, logs=logs,
-                                          groups={**shared, "web": set(web_pids)}, worker_group="worker",
-                                          seconds=seconds, round_number=round_number, vacuum=vacuumed,
-                                          paces=paces)
+            yield Stood(jobs=Jobs(start, conn, TASKS_FINISHED, check), web_pids=web_pids, environ=environ,
+                        worker=worker_command(python))
     finally:
         await conn.close()
+
+
+async def _measure(config: Config, python: str, tasks: int, concurrency: int, workers: tuple[int, ...],
+                   logs: Path, shared: cpu.Groups, seconds: float, round_number: int,
+                   vacuumed: vacuum.Vacuum | None, paces: Mapping[int, float] | None) -> list[Naive]:
+    async with stood(config, python, concurrency, logs) as naive:
+        return await per_worker_count(Naive, naive.jobs, naive.worker, counts=workers, tasks=tasks,
+                                      concurrency=concurrency, environ=naive.environ, logs=logs,
+                                      groups={**shared, "web": set(naive.web_pids)}, worker_group="worker",
+                                      seconds=seconds, round_number=round_number, vacuum=vacuumed, paces=paces)
