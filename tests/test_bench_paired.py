@@ -40,6 +40,16 @@ def test_each_side_is_pooled_over_its_slices_and_each_pair_gives_a_ratio_of_its_
     assert measured.pair_ratios() == [1.5, 1.5]
     spread = measured.pair_spread()
     assert spread is not None and (spread.median, spread.low, spread.high, spread.count) == (1.5, 1.5, 1.5, 2)
+    assert measured.pair_error() == 0.0
+
+
+def test_the_pairs_standard_error_is_their_spread_over_the_root_of_their_count() -> None:
+    slices = [_slice("alpha", 0, 100, 0.0, 1200.0), _slice(NAIVE, 0, 100, 0.0, 1000.0),
+              _slice(NAIVE, 1, 100, 0.0, 1000.0), _slice("alpha", 1, 100, 0.0, 1400.0)]
+    measured = Paired(site="alpha", workers=1, slice_seconds=6.0, slices=slices)
+    assert measured.pair_ratios() == [1.2, 1.4]
+    assert measured.pair_error() == round(0.1414 / 1.4142, 3)  # stdev 0.1414 of two, over the root of 2
+    assert msgspec.structs.replace(measured, slices=slices[:2]).pair_error() is None
 
 
 def test_a_pair_missing_a_side_gives_no_ratio_and_a_side_without_tasks_is_refused() -> None:
@@ -53,7 +63,7 @@ def test_the_text_gives_both_sides_by_process_and_both_ratios() -> None:
     shown = paired.text([_measured()])
     assert "alpha, 2 worker(s), 2 pairs of 6-s slices" in shown
     assert "alpha  4.00   12.00  16.00" in shown and "naive  2.67    8.00  10.67" in shown
-    assert "pooled: 1.50; by pair: median 1.50 (1.50-1.50)" in shown
+    assert "pooled: 1.50; by pair: median 1.50 (1.50-1.50), standard error of their mean 0.000" in shown
 
 
 def test_measurements_round_trip_as_json() -> None:

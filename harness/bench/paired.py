@@ -17,6 +17,8 @@ process, the ratio of the totals, and each pair's ratio (median and range).
 from __future__ import annotations
 
 import asyncio
+import math
+import statistics
 from collections.abc import Sequence
 from pathlib import Path
 from uuid import UUID
@@ -81,6 +83,12 @@ class Paired(msgspec.Struct, frozen=True):
 
     def pair_spread(self) -> Spread | None:
         return spread(self.pair_ratios())
+
+    def pair_error(self) -> float | None:
+        """The standard error of the pairs' mean ratio: how far the pooled figure may be from the machine's
+        own, when the noise is each slice's (it was: a pair's two sides drift apart as much as two batches)."""
+        found = self.pair_ratios()
+        return round(statistics.stdev(found) / math.sqrt(len(found)), 3) if len(found) > 1 else None
 
 
 def order(pair: int, site: str) -> tuple[str, str]:
@@ -176,10 +184,11 @@ def text(results: Sequence[Paired]) -> str:
         names = [name for name in (*cpu.GROUPS, "total") if name in ours or name in theirs]
         rows = [[side, *(f"{figures.get(name, 0.0):.2f}" for name in names)]
                 for side, figures in ((result.site, ours), (NAIVE, theirs))]
-        pairs, pooled = result.pair_spread(), result.ratio()
+        pairs, pooled, error = result.pair_spread(), result.ratio(), result.pair_error()
         out.append(f"{result.site}, {result.workers} worker(s), {len(result.pair_ratios())} pairs of "
                    f"{result.slice_seconds:g}-s slices: CPU ms a task\n")
         out.append(table(["side", *names], rows))
         out.append(f"ours / naive, pooled: {pooled:.2f}; by pair: median {pairs.median:.2f} "
-                   f"({pairs.low:.2f}-{pairs.high:.2f})\n\n" if pairs and pooled else "\n")
+                   f"({pairs.low:.2f}-{pairs.high:.2f})" if pairs and pooled else "")
+        out.append(f", standard error of their mean {error:.3f}\n\n" if error is not None else "\n\n")
     return "".join(out)
