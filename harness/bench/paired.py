@@ -1,17 +1,20 @@
-"""A site and the naive site in alternating slices: a CPU ratio the machine's drift moves less.
+"""A site and the naive site in alternating slices: a CPU ratio the machine's slow drift does not move.
 
 The bench's rounds run each side's batch in turn, 15 s or more apiece, and this machine's speed moves
 from one batch to the next (the speed probe's unit read 0.36-0.58 ms within one run: docs/benchmarks.md,
 seventeenth round), so a ratio of two batches holds the drift between them. Here both sides are up at
 once, the site with its web and workers and the naive site with its own, and they take turns: a slice of
 one, then a slice of the other, the order swapped each pair (ABBA), each slice a closed loop of its own
-with its CPU read around it (its own vacuum counted, vacuum.py). Whatever the machine does during a pair
-falls on both sides of it; the idle side's processes wait on their sockets meanwhile.
+with its CPU read around it (its own vacuum counted, vacuum.py). A drift slower than a pair falls on both
+sides of it; the idle side's processes wait on their sockets meanwhile. What is left is each slice's own
+noise, which the pairs' standard error states (docs/benchmarks.md, eighteenth round: 0.05 of the ratio
+for 8 pairs of 6 s on this machine).
 
     python -m harness bench-paired --state DIR --site SLUG [--workers 1 2] [--pairs 8] [--seconds 6]
 
 runs on the sites a `harness up` stood up (their state folder), and prints each side's CPU a task by
-process, the ratio of the totals, and each pair's ratio (median and range).
+process, the ratio of the totals, and each pair's ratio (median and range). The site is left running
+at the last worker count measured.
 """
 
 from __future__ import annotations
@@ -85,8 +88,8 @@ class Paired(msgspec.Struct, frozen=True):
         return spread(self.pair_ratios())
 
     def pair_error(self) -> float | None:
-        """The standard error of the pairs' mean ratio: how far the pooled figure may be from the machine's
-        own, when the noise is each slice's (it was: a pair's two sides drift apart as much as two batches)."""
+        """The standard error of the pairs' mean ratio: how far the pooled figure may be from what more pairs
+        would give, each slice's own noise being what is left once a pair shares the machine's drift."""
         found = self.pair_ratios()
         return round(statistics.stdev(found) / math.sqrt(len(found)), 3) if len(found) > 1 else None
 
