@@ -119,10 +119,7 @@ def cmd_bench_paired(args: argparse.Namespace) -> int:
     from .bench import paired
     from .bench.measure import BenchError
 
-    state_dir = Path(args.state)
-    if not (state_dir / "sites.json").exists():
-        print(f"bench-paired: {state_dir}: no sites (stand them up with `up --state {state_dir}`)", file=sys.stderr)
-        return 2
+    state_dir = args.state
     if args.pairs < 1 or args.seconds <= 0 or args.concurrency < 1 or min(args.worker_counts) < 1:
         print("bench-paired: --pairs, --seconds, --concurrency and --workers must be positive", file=sys.stderr)
         return 2
@@ -325,7 +322,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     pairs = commands.add_parser("bench-paired", help="a stood-up site and the naive site in alternating slices: "
                                                      "their CPU a task, within pairs the machine's drift moves less")
-    pairs.add_argument("--state", required=True, help="the state folder of `up`")
+    pairs.add_argument("--state", type=state.run_folder, required=True, help="the state folder of `up`")
     pairs.add_argument("--site", required=True, dest="slug", help="the site's slug")
     pairs.add_argument("--workers", type=int, nargs="+", default=[1, 2], dest="worker_counts",
                        help="worker processes of each side")

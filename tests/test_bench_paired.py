@@ -7,7 +7,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from harness import cli
+from harness import cli, state
 from harness.bench import paired
 from harness.bench.measure import BenchError
 from harness.bench.paired import Paired, Slice
@@ -86,5 +86,18 @@ def test_impossible_options_are_refused_before_anything_starts(argv: list[str], 
 
 
 def test_a_state_folder_without_sites_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert cli.main(["bench-paired", "--state", str(tmp_path), "--site", "alpha"]) == 2
-    assert "no sites" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as refused:
+        cli.main(["bench-paired", "--state", str(tmp_path), "--site", "alpha"])
+    assert refused.value.code == 2
+    assert "no harness state here" in capsys.readouterr().err
+
+
+def test_a_site_the_run_does_not_hold_is_refused_before_anything_starts(tmp_path: Path,
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    services = state.Services(
+        mode="embedded", postgres=state.ServiceRecord(kind="postgres", url="postgresql://x/y"),
+        broker=state.ServiceRecord(kind="redis", url="redis://x"),
+        s3=state.S3Record(kind="s3", url="http://x", access_key_id="k", secret_access_key="s"))
+    state.save(tmp_path, state.SitesFile(sites=[], services=services, run_id="r"))
+    assert cli.main(["bench-paired", "--state", str(tmp_path), "--site", "zeta", "--pairs", "1"]) == 1
+    assert f"no site 'zeta' in {tmp_path}" in capsys.readouterr().err
