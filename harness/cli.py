@@ -120,14 +120,16 @@ def cmd_bench_paired(args: argparse.Namespace) -> int:
     from .bench.measure import BenchError
 
     state_dir = args.state
-    if args.pairs < 1 or args.seconds <= 0 or args.concurrency < 1 or min(args.worker_counts) < 1:
-        print("bench-paired: --pairs, --seconds, --concurrency and --workers must be positive", file=sys.stderr)
+    if (args.pairs < 1 or args.seconds <= 0 or args.concurrency < 1 or min(args.worker_counts) < 1
+            or (args.rate is not None and args.rate <= 0)):
+        print("bench-paired: --pairs, --seconds, --concurrency, --workers and --rate must be positive", file=sys.stderr)
         return 2
     results = []
     try:
         for workers in args.worker_counts:
             results.append(paired.measure(state_dir, args.slug, workers=workers, pairs=args.pairs, seconds=args.seconds,
-                                          concurrency=args.concurrency, logs=state_dir / "bench-paired"))
+                                          concurrency=args.concurrency, logs=state_dir / "bench-paired",
+                                          rate=args.rate))
             print(paired.text(results[-1:]), end="", flush=True)
     except BenchError as error:
         print(f"bench-paired: {error}", file=sys.stderr)
@@ -329,6 +331,8 @@ def build_parser() -> argparse.ArgumentParser:
     pairs.add_argument("--pairs", type=int, default=8, help="pairs of slices, the order swapped each pair")
     pairs.add_argument("--seconds", type=float, default=6.0, help="each slice goes on starting tasks this long")
     pairs.add_argument("--concurrency", type=int, default=8, help="tasks in flight on each side")
+    pairs.add_argument("--rate", type=float, default=None,
+                       help="hold both sides to this many tasks a second (default: each as fast as it goes)")
     pairs.add_argument("--json", default=None, metavar="OUT", help="also write the measurements as JSON to OUT")
     pairs.set_defaults(handler=cmd_bench_paired)
 

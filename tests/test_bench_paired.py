@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import msgspec
@@ -67,14 +68,42 @@ def test_the_text_gives_both_sides_by_process_and_both_ratios() -> None:
 
 
 def test_measurements_round_trip_as_json() -> None:
-    encoded = msgspec.json.encode([_measured()])
-    assert msgspec.json.decode(encoded, type=list[Paired]) == [_measured()]
+    held = msgspec.structs.replace(_measured(), rate=40.0)
+    encoded = msgspec.json.encode([_measured(), held])
+    assert msgspec.json.decode(encoded, type=list[Paired]) == [_measured(), held]
+
+
+def test_each_sides_rate_is_its_tasks_over_its_slices_time_and_a_held_run_says_so() -> None:
+    measured = _measured()  # alpha 150 tasks in 12 s, the naive site 300
+    assert (measured.tasks_per_second("alpha"), measured.tasks_per_second(NAIVE)) == (12.5, 25.0)
+    assert measured.tasks_per_second("bravo") == 0.0
+    assert "tasks/s: alpha 12.5, naive 25" in paired.text([measured])
+    assert "held" not in paired.text([measured])
+    held = msgspec.structs.replace(measured, rate=40.0)
+    assert "alpha, 2 worker(s), 2 pairs of 6-s slices, both held to 40 tasks/s: CPU ms a task" in paired.text([held])
+
+
+def test_the_rate_reaches_every_slice_as_the_loops_pace(monkeypatch: pytest.MonkeyPatch) -> None:
+    paces = []
+
+    async def loop(start, completions, total, concurrency, seconds=0.0, pace=None):
+        paces.append(pace)
+        return msgspec.defstruct("Batch", [("jobs", list), ("seconds", float)])(jobs=[], seconds=seconds)
+
+    monkeypatch.setattr(paired, "closed_loop", loop)
+    monkeypatch.setattr(paired.cpu, "reading", lambda groups: {"web": 0.0})
+    side = paired.Side(start=None, conn=None, groups={}, vacuum=None)
+    for rate in (None, 40.0):
+        taken, _ = asyncio.run(paired._slice("alpha", side, 0, 6.0, 8, rate))
+        assert taken.side == "alpha" and paces[-1] == rate
 
 
 @pytest.mark.parametrize(("argv", "message"), [
     (["--pairs", "0"], "must be positive"),
     (["--seconds", "0"], "must be positive"),
     (["--workers", "1", "0"], "must be positive"),
+    (["--rate", "0"], "must be positive"),
+    (["--rate", "-5"], "must be positive"),
 ])
 def test_impossible_options_are_refused_before_anything_starts(argv: list[str], message: str, tmp_path: Path,
                                                                capsys: pytest.CaptureFixture[str],

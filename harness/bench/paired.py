@@ -57,6 +57,7 @@ class Paired(msgspec.Struct, frozen=True):
     workers: int
     slice_seconds: float
     slices: list[Slice]
+    rate: float | None = None  # tasks/s both sides were held to; None: each as fast as it goes
 
     def per_task(self, side: str) -> dict[str, float]:
         """The side's CPU a task by group over all its slices, and the sum as ``total``."""
@@ -67,6 +68,13 @@ class Paired(msgspec.Struct, frozen=True):
         groups = {name: round(sum(s.cpu_ms.get(name, 0.0) for s in mine) / tasks, 2)
                   for name in cpu.GROUPS if any(name in s.cpu_ms for s in mine)}
         return {**groups, "total": round(sum(groups.values()), 2)}
+
+    def tasks_per_second(self, side: str) -> float:
+        """The side's rate over its slices: what a held side reached (below the rate it was held to, it could not
+        keep up)."""
+        mine = [s for s in self.slices if s.side == side]
+        seconds = sum(s.seconds for s in mine)
+        return round(sum(s.tasks for s in mine) / seconds, 1) if seconds else 0.0
 
     def ratio(self) -> float | None:
         """The site's CPU a task over the naive site's, all slices pooled."""
@@ -107,9 +115,11 @@ class Side(msgspec.Struct, frozen=True):
     vacuum: vacuum.Vacuum | None
 
 
-async def _slice(name: str, side: Side, pair: int, seconds: float, concurrency: int) -> tuple[Slice, list[UUID]]:
+async def _slice(name: str, side: Side, pair: int, seconds: float, concurrency: int,
+                 rate: float | None) -> tuple[Slice, list[UUID]]:
     before = cpu.reading(side.groups)
-    batch = await closed_loop(side.start, Completions(side.conn, TASKS_FINISHED), concurrency, concurrency, seconds)
+    batch = await closed_loop(side.start, Completions(side.conn, TASKS_FINISHED), concurrency, concurrency, seconds,
+                              pace=rate)
     if side.vacuum:
         await side.vacuum.own()
     after = cpu.reading(side.groups)
@@ -118,9 +128,10 @@ async def _slice(name: str, side: Side, pair: int, seconds: float, concurrency: 
 
 
 def measure(state_dir: Path, slug: str, *, workers: int, pairs: int, seconds: float, concurrency: int,
-            logs: Path) -> Paired:
+            logs: Path, rate: float | None = None) -> Paired:
     """``pairs`` pairs of slices of ``seconds`` each, the site at ``workers`` worker processes and the naive
-    site at as many, ``concurrency`` tasks in flight on each; every result checked afterwards."""
+    site at as many, ``concurrency`` tasks in flight on each (given ``rate``, both held to it, tasks/s);
+    every result checked afterwards."""
     if slug not in {s.slug for s in state.load(state_dir).sites}:
         raise BenchError(f"no site {slug!r} in {state_dir}")
     set_workers(state_dir, slug, workers)
@@ -129,11 +140,11 @@ def measure(state_dir: Path, slug: str, *, workers: int, pairs: int, seconds: fl
     via = sites.sites[0]  # the bench's naive site runs in the first site's interpreter, through its storage proxy
     with scratch(sites, via, "paired") as config:
         return asyncio.run(_measure(sites, site, via, config, workers=workers, pairs=pairs, seconds=seconds,
-                                    concurrency=concurrency, logs=logs))
+                                    concurrency=concurrency, logs=logs, rate=rate))
 
 
 async def _measure(sites: SitesFile, site: SiteRecord, via: SiteRecord, config: Config, *, workers: int,
-                   pairs: int, seconds: float, concurrency: int, logs: Path) -> Paired:
+                   pairs: int, seconds: float, concurrency: int, logs: Path, rate: float | None) -> Paired:
     accounts = list(await asyncio.gather(*(open_account(site, i) for i in range(concurrency))))
     try:
         async with naive.stood(config, via.venv_python, concurrency, logs) as theirs:
@@ -151,7 +162,7 @@ async def _measure(sites: SitesFile, site: SiteRecord, via: SiteRecord, config: 
                                     vacuum.for_batch(sites.services, config.database_url)),
                     }
                     return await _alternate(site, sides, accounts, theirs.jobs.check, workers=workers,
-                                            pairs=pairs, seconds=seconds, concurrency=concurrency)
+                                            pairs=pairs, seconds=seconds, concurrency=concurrency, rate=rate)
                 finally:
                     await conn.close()
     finally:
@@ -160,7 +171,8 @@ async def _measure(sites: SitesFile, site: SiteRecord, via: SiteRecord, config: 
 
 
 async def _alternate(site: SiteRecord, sides: dict[str, Side], accounts: list[Account],
-                     check_naive, *, workers: int, pairs: int, seconds: float, concurrency: int) -> Paired:
+                     check_naive, *, workers: int, pairs: int, seconds: float, concurrency: int,
+                     rate: float | None) -> Paired:
     # One job per client first on each side: connections, prepared statements and imports warm.
     for side in sides.values():
         await closed_loop(side.start, Completions(side.conn, TASKS_FINISHED), concurrency, concurrency)
@@ -171,12 +183,12 @@ async def _alternate(site: SiteRecord, sides: dict[str, Side], accounts: list[Ac
     jobs: dict[str, list[UUID]] = {name: [] for name in sides}
     for pair in range(pairs):
         for name in order(pair, site.slug):
-            taken, ran = await _slice(name, sides[name], pair, seconds, concurrency)
+            taken, ran = await _slice(name, sides[name], pair, seconds, concurrency, rate)
             slices.append(taken)
             jobs[name] += ran
     await check_results(sides[site.slug].conn, jobs[site.slug], accounts)
     await check_naive(jobs[NAIVE])
-    return Paired(site=site.slug, workers=workers, slice_seconds=seconds, slices=slices)
+    return Paired(site=site.slug, workers=workers, slice_seconds=seconds, slices=slices, rate=rate)
 
 
 def text(results: Sequence[Paired]) -> str:
@@ -188,9 +200,12 @@ def text(results: Sequence[Paired]) -> str:
         rows = [[side, *(f"{figures.get(name, 0.0):.2f}" for name in names)]
                 for side, figures in ((result.site, ours), (NAIVE, theirs))]
         pairs, pooled, error = result.pair_spread(), result.ratio(), result.pair_error()
+        held = f", both held to {result.rate:g} tasks/s" if result.rate else ""
         out.append(f"{result.site}, {result.workers} worker(s), {len(result.pair_ratios())} pairs of "
-                   f"{result.slice_seconds:g}-s slices: CPU ms a task\n")
+                   f"{result.slice_seconds:g}-s slices{held}: CPU ms a task\n")
         out.append(table(["side", *names], rows))
+        out.append(f"tasks/s: {result.site} {result.tasks_per_second(result.site):g}, "
+                   f"naive {result.tasks_per_second(NAIVE):g}\n")
         out.append(f"ours / naive, pooled: {pooled:.2f}; by pair: median {pairs.median:.2f} "
                    f"({pairs.low:.2f}-{pairs.high:.2f})" if pairs and pooled else "")
         out.append(f", standard error of their mean {error:.3f}\n\n" if error is not None else "\n\n")
