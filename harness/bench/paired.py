@@ -10,11 +10,13 @@ sides of it; the idle side's processes wait on their sockets meanwhile. What is 
 noise, which the pairs' standard error states (docs/benchmarks.md, eighteenth round: 0.05 of the ratio
 for 8 pairs of 6 s on this machine).
 
-    python -m harness bench-paired --state DIR --site SLUG [--workers 1 2] [--pairs 8] [--seconds 6]
+    python -m harness bench-paired --state DIR --site SLUG [--workers 1 2] [--pairs 8] [--seconds 6] [--rate R]
 
 runs on the sites a `harness up` stood up (their state folder), and prints each side's CPU a task by
-process, the ratio of the totals, and each pair's ratio (median and range). The site is left running
-at the last worker count measured.
+process, the ratio of the totals, and each pair's ratio (median and range). Each side runs as fast as it
+goes, or with ``--rate`` both are held to the same rate: every process's CPU a task falls as its rate
+rises, so two sides at their own top speeds compare a little more than the work (docs/benchmarks.md,
+nineteenth round). The site is left running at the last worker count measured.
 """
 
 from __future__ import annotations
